@@ -1,0 +1,1 @@
+// Anchors the precompiled header that the in-tree targets share.

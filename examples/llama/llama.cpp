@@ -1,0 +1,230 @@
+#include "llama.hpp"
+
+#include <boost/json.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
+namespace llama {
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw tracetorch::Error("llama: cannot read config " + path.string() + ": no such file or not readable");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const auto half = x.size(-1) / 2;
+  const auto x1 = x.slice(-1, 0, half);
+  const auto x2 = x.slice(-1, half);
+  return torch::cat({-x2, x1}, -1);
+}
+
+}  // namespace
+
+LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
+  const std::string text = read_text(path);
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(text, ec);
+  if (ec) throw tracetorch::Error("llama: " + path.string() + " is not valid JSON: " + ec.message());
+  if (!parsed.is_object()) throw tracetorch::Error("llama: " + path.string() + " must hold a JSON object");
+  const auto& object = parsed.as_object();
+  LlamaConfig config;
+  const auto read_int = [&](const char* key, std::int64_t& field) {
+    const auto* value = object.if_contains(key);
+    if (value == nullptr) return;
+    if (value->is_int64()) {
+      field = value->get_int64();
+    } else if (value->is_uint64()) {
+      field = static_cast<std::int64_t>(value->get_uint64());
+    } else {
+      throw tracetorch::Error("llama: " + path.string() + ": \"" + key + "\" must be an integer");
+    }
+  };
+  const auto read_double = [&](const char* key, double& field) {
+    const auto* value = object.if_contains(key);
+    if (value == nullptr) return;
+    if (value->is_number()) {
+      field = value->to_number<double>();
+    } else {
+      throw tracetorch::Error("llama: " + path.string() + ": \"" + key + "\" must be a number");
+    }
+  };
+  read_int("vocab_size", config.vocab_size);
+  read_int("hidden_size", config.hidden_size);
+  read_int("intermediate_size", config.intermediate_size);
+  read_int("num_hidden_layers", config.num_hidden_layers);
+  read_int("num_attention_heads", config.num_attention_heads);
+  config.num_key_value_heads = config.num_attention_heads;  // transformers' default
+  read_int("num_key_value_heads", config.num_key_value_heads);
+  read_int("max_position_embeddings", config.max_position_embeddings);
+  read_double("rms_norm_eps", config.rms_norm_eps);
+  read_double("rope_theta", config.rope_theta);
+  config.validate(path.string());
+  return config;
+}
+
+void LlamaConfig::validate(const std::string& where) const {
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error("llama: " + where + ": " + why); };
+  if (vocab_size <= 0 || hidden_size <= 0 || intermediate_size <= 0 || num_hidden_layers < 0 ||
+      num_attention_heads <= 0 || num_key_value_heads <= 0) {
+    fail("sizes must be positive");
+  }
+  if (hidden_size % num_attention_heads != 0) fail("hidden_size is not a multiple of num_attention_heads");
+  if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
+  if ((hidden_size / num_attention_heads) % 2 != 0) fail("the head dimension must be even for rotary embeddings");
+}
+
+LlamaRMSNormImpl::LlamaRMSNormImpl(std::int64_t hidden_size, double eps) : variance_epsilon(eps) {
+  weight = register_parameter("weight", torch::ones({hidden_size}));
+}
+
+torch::Tensor LlamaRMSNormImpl::forward(const torch::Tensor& hidden_states) {
+  const auto dtype = hidden_states.scalar_type();
+  auto h = hidden_states.to(torch::kFloat32);
+  const auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
+  h = h * torch::rsqrt(variance + variance_epsilon);
+  return weight * h.to(dtype);
+}
+
+LlamaRotaryEmbeddingImpl::LlamaRotaryEmbeddingImpl(const LlamaConfig& config) {
+  const auto dim = config.hidden_size / config.num_attention_heads;
+  const auto exponent = torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(dim);
+  inv_freq = 1.0 / torch::pow(config.rope_theta, exponent);
+}
+
+PositionEmbeddings LlamaRotaryEmbeddingImpl::forward(const torch::Tensor& x, const torch::Tensor& position_ids) {
+  using torch::indexing::None;
+  using torch::indexing::Slice;
+  const auto inv = inv_freq.to(x.device()).index({None, Slice(), None}).to(torch::kFloat32);
+  const auto pos = position_ids.index({Slice(), None, Slice()}).to(torch::kFloat32);
+  const auto freqs = torch::matmul(inv, pos).transpose(1, 2);
+  const auto emb = torch::cat({freqs, freqs}, -1);
+  return {emb.cos().to(x.scalar_type()), emb.sin().to(x.scalar_type())};
+}
+
+LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {
+  using torch::nn::LinearOptions;
+  gate_proj = register_module("gate_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
+  up_proj = register_module("up_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
+  down_proj = register_module("down_proj", tracetorch::nn::Linear(LinearOptions(c.intermediate_size, c.hidden_size).bias(false)));
+  act_fn = register_module("act_fn", tracetorch::nn::SiLU());
+}
+
+torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
+  return down_proj(act_fn(gate_proj(x)) * up_proj(x));
+}
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c, std::int64_t layer_idx_)
+    : head_dim(c.hidden_size / c.num_attention_heads),
+      num_heads(c.num_attention_heads),
+      num_kv_heads(c.num_key_value_heads),
+      layer_idx(layer_idx_),
+      scaling(std::pow(static_cast<double>(c.hidden_size / c.num_attention_heads), -0.5)) {
+  using torch::nn::LinearOptions;
+  q_proj = register_module("q_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, num_heads * head_dim).bias(false)));
+  k_proj = register_module("k_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, num_kv_heads * head_dim).bias(false)));
+  v_proj = register_module("v_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, num_kv_heads * head_dim).bias(false)));
+  o_proj = register_module("o_proj", tracetorch::nn::Linear(LinearOptions(num_heads * head_dim, c.hidden_size).bias(false)));
+}
+
+std::tuple<torch::Tensor, torch::Tensor> LlamaAttentionImpl::forward(const torch::Tensor& hidden_states,
+                                                                     const PositionEmbeddings& position_embeddings,
+                                                                     const torch::Tensor& attention_mask) {
+  const auto bsz = hidden_states.size(0);
+  const auto q_len = hidden_states.size(1);
+  const std::vector<std::int64_t> hidden_shape{bsz, q_len, -1, head_dim};
+  auto q = q_proj(hidden_states).view(hidden_shape).transpose(1, 2);
+  auto k = k_proj(hidden_states).view(hidden_shape).transpose(1, 2);
+  auto v = v_proj(hidden_states).view(hidden_shape).transpose(1, 2);
+  const auto cos = std::get<0>(position_embeddings).unsqueeze(1);
+  const auto sin = std::get<1>(position_embeddings).unsqueeze(1);
+  const auto q_rot = q * cos + rotate_half(q) * sin;
+  const auto k_rot = k * cos + rotate_half(k) * sin;
+  const auto rep = num_heads / num_kv_heads;
+  k = k_rot.repeat_interleave(rep, 1);
+  v = v.repeat_interleave(rep, 1);
+  auto attn_weights = torch::matmul(q_rot, k.transpose(2, 3)) * scaling;
+  if (attention_mask.defined()) attn_weights = attn_weights + attention_mask;
+  attn_weights = torch::softmax(attn_weights, -1, torch::kFloat32).to(q_rot.scalar_type());
+  const auto attn_output = torch::matmul(attn_weights, v).transpose(1, 2).reshape({bsz, q_len, -1});
+  return {o_proj(attn_output), attn_weights};
+}
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c, std::int64_t layer_idx) {
+  self_attn = register_module("self_attn", LlamaAttention(c, layer_idx));
+  mlp = register_module("mlp", LlamaMLP(c));
+  input_layernorm = register_module("input_layernorm", LlamaRMSNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", LlamaRMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& hidden_states,
+                                             const PositionEmbeddings& position_embeddings,
+                                             const torch::Tensor& attention_mask) {
+  auto residual = hidden_states;
+  auto h = input_layernorm(hidden_states);
+  h = std::get<0>(self_attn(h, position_embeddings, attention_mask));
+  h = residual + h;
+  residual = h;
+  h = post_attention_layernorm(h);
+  h = mlp(h);
+  return residual + h;
+}
+
+LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
+  config.validate("LlamaConfig");
+  embed_tokens = register_module("embed_tokens", tracetorch::nn::Embedding(c.vocab_size, c.hidden_size));
+  layers = register_module("layers", tracetorch::nn::ModuleList());
+  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(LlamaDecoderLayer(c, i));
+  norm = register_module("norm", LlamaRMSNorm(c.hidden_size, c.rms_norm_eps));
+  rotary_emb = register_module("rotary_emb", LlamaRotaryEmbedding(c));
+}
+
+torch::Tensor LlamaModelImpl::forward(const torch::Tensor& input_ids) {
+  if (input_ids.dim() != 2) throw tracetorch::Error("llama: input_ids must be [batch, seq], got " + std::to_string(input_ids.dim()) + " dimensions");
+  const auto bsz = input_ids.size(0);
+  const auto seq = input_ids.size(1);
+  auto hidden_states = embed_tokens(input_ids);
+  const auto position_ids = torch::arange(seq, input_ids.options().dtype(torch::kInt64)).unsqueeze(0).expand({bsz, -1});
+  const auto mask = torch::full({seq, seq}, -std::numeric_limits<float>::infinity(), hidden_states.options())
+                        .triu(1)
+                        .unsqueeze(0)
+                        .unsqueeze(0);
+  const auto position_embeddings = rotary_emb(hidden_states, position_ids);
+  for (const auto& layer : *layers) {
+    // Through the holder type, so the call is traced (as<LlamaDecoderLayerImpl> would not be).
+    hidden_states = layer->as<LlamaDecoderLayer>()->forward(hidden_states, position_embeddings, mask);
+  }
+  return norm(hidden_states);
+}
+
+void load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights) {
+  auto tensors = tracetorch::safetensors::load(weights);
+  std::map<std::string, torch::Tensor> targets;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) targets.emplace(item.key(), item.value());
+  for (const auto& item : model.named_buffers(/*recurse=*/true)) targets.emplace(item.key(), item.value());
+  for (const auto& [name, tensor] : tensors) {
+    const auto target = targets.find(name);
+    if (target == targets.end()) {
+      throw tracetorch::Error("llama: " + weights.string() + ": unexpected tensor \"" + name + "\" (the model has no such parameter)");
+    }
+    if (target->second.sizes() != tensor.sizes()) {
+      std::ostringstream why;
+      why << "llama: " << weights.string() << ": tensor \"" << name << "\" has shape " << tensor.sizes()
+          << " but the model expects " << target->second.sizes();
+      throw tracetorch::Error(why.str());
+    }
+  }
+  for (const auto& [name, target] : targets) {
+    if (tensors.find(name) == tensors.end()) {
+      throw tracetorch::Error("llama: " + weights.string() + ": missing tensor \"" + name + "\"");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, target] : targets) target.copy_(tensors.at(name));
+}
+
+}  // namespace llama

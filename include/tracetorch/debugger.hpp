@@ -1,0 +1,448 @@
+#pragma once
+/// \file
+/// The model addition debugger: the C++ form of transformers' `model_addition_debugger_context`.
+///
+/// \code
+/// {
+///   auto guard = tracetorch::model_addition_debugger(model, {.debug_path = "dbg", .do_prune_layers = false});
+///   auto out = model->forward(input_ids);  // writes dbg/LlamaModel_debug_tree_{SUMMARY,FULL_TENSORS}.json
+/// }
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tracetorch/detail/atomic_file.hpp"
+#include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/python_json.hpp"
+#include "tracetorch/error.hpp"
+#include "tracetorch/module.hpp"
+#include "tracetorch/python_repr.hpp"
+#include "tracetorch/safetensors.hpp"
+
+namespace tracetorch {
+
+/// Options of `model_addition_debugger`, named and defaulted as in transformers.
+struct DebuggerOptions {
+  /// Where the JSON files (and, without use_repr, the .safetensors files) go; created if
+  /// missing. Empty: the current directory.
+  std::filesystem::path debug_path;
+  /// Keep only the first and last of each run of numbered layer blocks (`layers.0` ... `layers.N`).
+  bool do_prune_layers = true;
+  /// true: tensor values as Python's print lines in _FULL_TENSORS.json; false: one
+  /// `<module_path>_<inputs|outputs>_....safetensors` file per tensor, key "data".
+  bool use_repr = true;
+  /// This process's rank in a multi-process run; only rank 0 records. Default: $RANK, else 0.
+  std::optional<int> rank;
+};
+
+class DebuggerScope;
+template <class ModuleType>
+DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, DebuggerOptions options = {});
+
+namespace detail {
+
+/// One module call, as transformers' debugger records it.
+struct CallNode {
+  std::string module_path;
+  boost::json::object inputs;
+  std::optional<boost::json::value> outputs;  // nullopt: no "outputs" key
+  std::vector<CallNode> children;
+};
+
+inline bool is_layer_block(const CallNode& node) {
+  // Python: re.match(r"(.*)\.(\d+)$", path) and a child path containing ".<number>.".
+  const std::string& path = node.module_path;
+  std::size_t digits = 0;
+  while (digits < path.size() && std::isdigit(static_cast<unsigned char>(path[path.size() - 1 - digits]))) ++digits;
+  if (digits == 0 || digits == path.size() || path[path.size() - 1 - digits] != '.') return false;
+  if (node.children.empty()) return false;
+  const std::string needle = "." + path.substr(path.size() - digits) + ".";
+  for (const auto& child : node.children) {
+    if (child.module_path.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// Keeps the first and last layer block among each node's children.
+inline void prune_intermediate_layers(CallNode& node) {
+  if (node.children.empty()) return;
+  std::vector<std::size_t> blocks;
+  for (std::size_t i = 0; i < node.children.size(); ++i) {
+    if (is_layer_block(node.children[i])) blocks.push_back(i);
+  }
+  if (blocks.size() > 2) {
+    std::vector<CallNode> kept;
+    kept.reserve(node.children.size() - blocks.size() + 2);
+    for (std::size_t i = 0; i < node.children.size(); ++i) {
+      const bool middle_block = std::find(blocks.begin() + 1, blocks.end() - 1, i) != blocks.end() - 1;
+      if (!middle_block) kept.push_back(std::move(node.children[i]));
+    }
+    node.children = std::move(kept);
+  }
+  for (auto& child : node.children) prune_intermediate_layers(child);
+}
+
+/// A node as `json.dump(indent=2)` writes it; outputs only on leaves (prune_outputs_if_children).
+inline void append_call_node(std::string& out, const CallNode& node, int depth, bool strip_values) {
+  const auto key = [&](std::string_view name) {
+    out += '\n';
+    out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
+    append_json_string(out, name);
+    out += ": ";
+  };
+  out += '{';
+  key("module_path");
+  append_json_string(out, node.module_path);
+  out += ',';
+  key("inputs");
+  append_python_json(out, node.inputs, depth + 1, strip_values);
+  if (node.children.empty()) {
+    if (node.outputs) {
+      out += ',';
+      key("outputs");
+      append_python_json(out, *node.outputs, depth + 1, strip_values);
+    }
+  } else {
+    out += ',';
+    key("children");
+    out += '[';
+    bool first = true;
+    for (const auto& child : node.children) {
+      if (!first) out += ',';
+      first = false;
+      out += '\n';
+      out.append(static_cast<std::size_t>(depth + 2) * 2, ' ');
+      append_call_node(out, child, depth + 2, strip_values);
+    }
+    out += '\n';
+    out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
+    out += ']';
+  }
+  out += '\n';
+  out.append(static_cast<std::size_t>(depth) * 2, ' ');
+  out += '}';
+}
+
+inline bool is_truthy(const boost::json::value& value) {
+  switch (value.kind()) {
+    case boost::json::kind::null: return false;
+    case boost::json::kind::array: return !value.get_array().empty();
+    case boost::json::kind::object: return !value.get_object().empty();
+    case boost::json::kind::string: return !value.get_string().empty();
+    default: return true;
+  }
+}
+
+inline int rank_from_environment() {
+  const char* text = std::getenv("RANK");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long rank = std::strtol(text, &end, 10);
+  if (*end != '\0') throw Error(std::string("tracetorch: RANK=") + text + " is not an integer");
+  return static_cast<int>(rank);
+}
+
+inline std::mutex& attachment_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+/// Records the calls of one model's forward and writes the trace when the root returns.
+class DebuggerSession final : public CallObserver, public TensorEncoder {
+ public:
+  DebuggerSession(std::string root_name, DebuggerOptions options)
+      : root_name_(std::move(root_name)), options_(std::move(options)) {}
+
+  // CallObserver
+  void on_enter(const Attachment& at, const CallArgs& args) override {
+    const auto me = std::this_thread::get_id();
+    if (at.is_root && owner_.load(std::memory_order_relaxed) != me) {
+      if (owner_.load() != std::thread::id()) return;  // another thread is tracing this model
+      begin_forward();
+      try {
+        push(at, args, true);
+      } catch (...) {
+        end_forward(false);
+        throw;
+      }
+      return;
+    }
+    if (owner_.load(std::memory_order_relaxed) != me) return;
+    if (at.is_root) ++nested_root_calls_;
+    push(at, args, false);
+  }
+
+  void on_exit(const Attachment& at, const CallResult& result) override {
+    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return;
+    if (at.is_root && nested_root_calls_ == 0) {
+      try {
+        finish_forward(result);
+      } catch (...) {
+        end_forward(false);
+        throw;
+      }
+      end_forward(true);
+      return;
+    }
+    if (at.is_root) --nested_root_calls_;
+    CallNode node = std::move(stack_.back());
+    stack_.pop_back();
+    if (at.has_children) {
+      node.outputs = boost::json::value(nullptr);
+    } else {
+      std::string prefix = file_stem(at, node) + "_outputs";
+      node.outputs = result.serialize(prefix, *this);
+    }
+    stack_.back().children.push_back(std::move(node));
+  }
+
+  void on_unwind(const Attachment& at) noexcept override {
+    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return;
+    if (at.is_root && nested_root_calls_ == 0) {
+      end_forward(false);
+      return;
+    }
+    if (at.is_root) --nested_root_calls_;
+    if (!stack_.empty()) stack_.pop_back();
+  }
+
+  // TensorEncoder
+  boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix) override {
+    boost::json::object record;
+    record["shape"] = json_text(python_shape_repr(tensor.sizes()));
+    record["dtype"] = json_text(python_dtype_repr(tensor.scalar_type()));
+    if (options_.use_repr) {
+      boost::json::array lines;
+      for (auto& line : python_print_lines(tensor)) lines.emplace_back(std::move(line));
+      record["value"] = std::move(lines);
+    } else {
+      const std::string file_name = prefix + ".safetensors";
+      const auto path = options_.debug_path / file_name;
+      safetensors::save(path, tensor);
+      written_files_.push_back(path);
+      record["value"] = json_text("./" + file_name);
+    }
+    const auto type = tensor.scalar_type();
+    if (type == torch::kFloat16 || type == torch::kFloat32 || type == torch::kBFloat16) {
+      // An empty tensor has no min/max: Python raises there; the trace leaves them out.
+      const auto stat = [&](const char* name, auto&& compute) {
+        try {
+          record[name] = json_text(python_repr(compute()));
+        } catch (const c10::Error&) {
+        }
+      };
+      stat("mean", [&] { return tensor.mean(); });
+      stat("std", [&] { return tensor.std(); });
+      stat("min", [&] { return tensor.min(); });
+      stat("max", [&] { return tensor.max(); });
+    }
+    return record;
+  }
+
+  /// Root, then JSON file names, for error messages and tests.
+  std::filesystem::path full_tensors_path() const {
+    return options_.debug_path / (root_name_ + "_debug_tree_FULL_TENSORS.json");
+  }
+  std::filesystem::path summary_path() const { return options_.debug_path / (root_name_ + "_debug_tree_SUMMARY.json"); }
+
+ private:
+  void begin_forward() {
+    owner_.store(std::this_thread::get_id());
+    no_grad_.emplace();
+    stack_.clear();
+    call_counts_.clear();
+    written_files_.clear();
+    nested_root_calls_ = 0;
+  }
+
+  void end_forward(bool keep_files) noexcept {
+    if (!keep_files) {
+      std::error_code ignored;
+      for (const auto& file : written_files_) std::filesystem::remove(file, ignored);
+    }
+    written_files_.clear();
+    stack_.clear();
+    call_counts_.clear();
+    no_grad_.reset();
+    owner_.store(std::thread::id());
+  }
+
+  /// transformers' file stem is the module path; a module called again in the same forward
+  /// gets `_call<N>` so that no call's tensors overwrite another's.
+  std::string file_stem(const Attachment& at, const CallNode& node) const {
+    const auto found = call_counts_.find(&at);
+    const int call = found == call_counts_.end() ? 1 : found->second;
+    return call <= 1 ? node.module_path : node.module_path + "_call" + std::to_string(call);
+  }
+
+  void push(const Attachment& at, const CallArgs& args, bool root) {
+    CallNode node;
+    node.module_path = root ? root_name_ : at.module_path;
+    ++call_counts_[&at];
+    std::string prefix = file_stem(at, node) + "_inputs";
+    node.inputs = args.serialize(prefix, *this, root);
+    stack_.push_back(std::move(node));
+  }
+
+  void finish_forward(const CallResult& result) {
+    CallNode root = std::move(stack_.back());
+    stack_.pop_back();
+    std::string prefix = root_name_ + "_outputs";
+    boost::json::value outputs = result.serialize(prefix, *this);
+    if (is_truthy(outputs)) root.outputs = std::move(outputs);  // the root drops falsy keys
+    if (options_.do_prune_layers) prune_intermediate_layers(root);
+    std::string text;
+    append_call_node(text, root, 0, false);
+    write_file_atomically(full_tensors_path(), text);
+    text.clear();
+    append_call_node(text, root, 0, true);
+    write_file_atomically(summary_path(), text);
+  }
+
+  std::string root_name_;
+  DebuggerOptions options_;
+  std::atomic<std::thread::id> owner_{};
+  int nested_root_calls_ = 0;
+  std::vector<CallNode> stack_;
+  std::map<const Attachment*, int> call_counts_;
+  std::vector<std::filesystem::path> written_files_;
+  std::optional<torch::NoGradGuard> no_grad_;
+};
+
+/// Attaches one observer to every traced module of a model; detaches on destruction.
+class AttachmentSet {
+ public:
+  AttachmentSet() = default;
+  AttachmentSet(const AttachmentSet&) = delete;
+  AttachmentSet& operator=(const AttachmentSet&) = delete;
+  ~AttachmentSet() { detach(); }
+
+  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
+  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
+    const auto named = root.named_modules("", /*include_self=*/true);
+    std::lock_guard lock(attachment_mutex());
+    attachments_.reserve(named.size());
+    for (const auto& item : named) {
+      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
+      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
+      if (traced == nullptr) {
+        untraced_.push_back(path);
+        continue;
+      }
+      auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
+      at.observer = &observer;
+      at.module = traced;
+      at.module_path = path;
+      at.is_root = item.key().empty();
+      at.has_children = !item.value()->children().empty();
+      at.next = traced->attachments_.load(std::memory_order_acquire);
+      traced->attachments_.store(&at, std::memory_order_release);
+    }
+  }
+
+  void detach() noexcept {
+    std::lock_guard lock(attachment_mutex());
+    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
+      Attachment& at = **it;
+      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
+      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
+      if (head == &at) {
+        at.module->attachments_.store(at.next, std::memory_order_release);
+        continue;
+      }
+      for (Attachment* p = head; p != nullptr; p = p->next) {
+        if (p->next == &at) {
+          p->next = at.next;
+          break;
+        }
+      }
+    }
+    attachments_.clear();
+  }
+
+  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
+
+ private:
+  std::vector<std::unique_ptr<Attachment>> attachments_;
+  std::vector<std::string> untraced_;
+};
+
+/// Only model_addition_debugger makes scopes.
+class ScopeAccess {
+  template <class ModuleType>
+  friend DebuggerScope tracetorch::model_addition_debugger(const std::shared_ptr<ModuleType>&, DebuggerOptions);
+  ScopeAccess() = default;
+};
+
+}  // namespace detail
+
+/// The scope of `model_addition_debugger`: while it lives, each forward of the root module is
+/// traced; the model is left as it was when it ends.
+class [[nodiscard]] DebuggerScope {
+ public:
+  /// Made by model_addition_debugger.
+  DebuggerScope(detail::ScopeAccess, std::unique_ptr<detail::DebuggerSession> session,
+                std::unique_ptr<detail::AttachmentSet> attachments) noexcept
+      : session_(std::move(session)), attachments_(std::move(attachments)) {}
+  DebuggerScope(DebuggerScope&&) noexcept = default;
+  DebuggerScope& operator=(DebuggerScope&&) = delete;  // would free a session still attached
+  ~DebuggerScope() = default;
+
+  /// Modules under the root that are not TRACEABLE (plain LibTorch modules): their calls are
+  /// not in the trace. Empty on a rank other than 0.
+  const std::vector<std::string>& untraced_modules() const noexcept { return attachments_->untraced(); }
+  /// Where the next forward writes _FULL_TENSORS.json / _SUMMARY.json (empty on other ranks).
+  std::filesystem::path full_tensors_path() const { return session_ ? session_->full_tensors_path() : std::filesystem::path(); }
+  std::filesystem::path summary_path() const { return session_ ? session_->summary_path() : std::filesystem::path(); }
+
+ private:
+  // Declared in this order so that the attachments are removed before the session dies.
+  std::unique_ptr<detail::DebuggerSession> session_;
+  std::unique_ptr<detail::AttachmentSet> attachments_;
+};
+
+/// Traces every forward of `model` while the returned scope lives; see DebuggerOptions.
+/// Throws tracetorch::Error if debug_path cannot be created or written.
+template <class ModuleType>
+DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, DebuggerOptions options) {
+  static_assert(std::is_base_of_v<detail::TracedModuleBase, ModuleType>,
+                "tracetorch::model_addition_debugger: the root module must be declared with TRACEABLE(Name)");
+  if (!model) throw Error("tracetorch: model_addition_debugger: the model is empty (a null holder)");
+  auto attachments = std::make_unique<detail::AttachmentSet>();
+  const int rank = options.rank ? *options.rank : detail::rank_from_environment();
+  if (rank != 0) return DebuggerScope(detail::ScopeAccess(), nullptr, std::move(attachments));
+  if (options.debug_path.empty()) options.debug_path = ".";
+  std::error_code ec;
+  std::filesystem::create_directories(options.debug_path, ec);
+  if (ec || !std::filesystem::is_directory(options.debug_path)) {
+    throw Error("tracetorch: cannot create debug_path " + options.debug_path.string() + ": " +
+                (ec ? ec.message() : std::string("not a directory")));
+  }
+  {  // Fail now, not after a long forward, when the directory is not writable.
+    detail::AtomicFileWriter probe(options.debug_path / ".tracetorch-write-test");
+  }
+  const std::string root_name(model->traced_name());
+  auto session = std::make_unique<detail::DebuggerSession>(root_name, std::move(options));
+  attachments->attach(*model, root_name, *session);
+  return DebuggerScope(detail::ScopeAccess(), std::move(session), std::move(attachments));
+}
+
+template <class ModuleType>
+DebuggerScope model_addition_debugger(torch::nn::ModuleHolder<ModuleType>& model, DebuggerOptions options = {}) {
+  return model_addition_debugger(model.ptr(), std::move(options));
+}
+
+}  // namespace tracetorch

@@ -1,0 +1,73 @@
+#pragma once
+// Whole-file writes that never leave a half-written file behind: the bytes go to a
+// temporary file beside the target, which is renamed over it only once complete.
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+
+#include "tracetorch/error.hpp"
+
+namespace tracetorch::detail {
+
+/// Writes pieces one after another into a temporary file and renames it to `target` on commit().
+/// Destroying an uncommitted writer removes the temporary file.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::filesystem::path target)
+      : target_(std::move(target)),
+        temp_(target_.string() + ".tmp" + std::to_string(::getpid())) {
+    file_ = std::fopen(temp_.c_str(), "wb");
+    if (file_ == nullptr) fail("cannot create");
+  }
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter() {
+    if (file_ != nullptr) std::fclose(file_);
+    if (!committed_) std::remove(temp_.c_str());
+  }
+
+  void write(const void* data, std::size_t size) {
+    if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
+  }
+  void write(std::string_view text) { write(text.data(), text.size()); }
+
+  void commit() {
+    // fflush + fclose report a full disk that buffered fwrite calls did not.
+    const bool flushed = std::fflush(file_) == 0;
+    const int saved_errno = errno;
+    const bool closed = std::fclose(file_) == 0;
+    file_ = nullptr;
+    if (!flushed || !closed) {
+      errno = flushed ? errno : saved_errno;
+      fail("cannot write");
+    }
+    std::error_code ec;
+    std::filesystem::rename(temp_, target_, ec);
+    if (ec) throw Error("tracetorch: cannot write " + target_.string() + ": " + ec.message());
+    committed_ = true;
+  }
+
+ private:
+  [[noreturn]] void fail(const char* what) const {
+    throw Error("tracetorch: " + std::string(what) + " " + target_.string() + ": " + std::strerror(errno));
+  }
+
+  std::filesystem::path target_;
+  std::filesystem::path temp_;
+  std::FILE* file_ = nullptr;
+  bool committed_ = false;
+};
+
+/// Writes `content` to `target` atomically.
+inline void write_file_atomically(const std::filesystem::path& target, std::string_view content) {
+  AtomicFileWriter writer(target);
+  writer.write(content);
+  writer.commit();
+}
+
+}  // namespace tracetorch::detail

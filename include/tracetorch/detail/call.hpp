@@ -1,0 +1,225 @@
+#pragma once
+// What a traced call shows to whoever watches it (the debugger, output capture), without
+// either side knowing the other's types: the module's attachments, and type-erased views of
+// the call's arguments and result.
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tracetorch/detail/serialize.hpp"
+
+namespace tracetorch::detail {
+
+class CallObserver;
+class TracedModuleBase;
+
+/// One observer attached to one module instance. A module's attachments form a singly linked
+/// list, newest first, so nested scopes attach and detach like a stack.
+struct Attachment {
+  CallObserver* observer = nullptr;
+  TracedModuleBase* module = nullptr;
+  std::string module_path;    // "<Root>.<named_modules path>", computed once at attach time
+  bool is_root = false;
+  bool has_children = false;  // Python's debugger prints no outputs for modules with children
+  Attachment* next = nullptr;
+};
+
+/// Base of every traced module: where attachments hang, and the registered name.
+class TracedModuleBase {
+ public:
+  TracedModuleBase() = default;
+  // Copies (Cloneable::clone) start with nothing attached.
+  TracedModuleBase(const TracedModuleBase&) noexcept {}
+  TracedModuleBase& operator=(const TracedModuleBase&) noexcept { return *this; }
+  virtual ~TracedModuleBase() = default;
+
+  /// The name given to TRACEABLE: the class name a transformers trace shows.
+  virtual std::string_view traced_name() const noexcept = 0;
+
+  std::atomic<Attachment*> attachments_{nullptr};
+};
+
+/// The arguments of a call, positional, as the observers may read them.
+class CallArgs {
+ public:
+  virtual std::size_t size() const noexcept = 0;
+  /// Argument `index` if it is a defined tensor, else an undefined tensor.
+  virtual torch::Tensor tensor(std::size_t index) const = 0;
+  /// `{"args": [...], "kwargs": {...}}` as Python's debugger serialises `(*args, **kwargs)`;
+  /// empty parts dropped unless `keep_empty` (the root keeps both).
+  virtual boost::json::object serialize(std::string& prefix, TensorEncoder& encoder, bool keep_empty) const = 0;
+
+ protected:
+  ~CallArgs() = default;
+};
+
+/// The value a call returned.
+class CallResult {
+ public:
+  /// The result itself if it is a tensor (index 0), or element `index` of a tuple result.
+  virtual torch::Tensor tensor(std::size_t index) const = 0;
+  virtual boost::json::value serialize(std::string& prefix, TensorEncoder& encoder) const = 0;
+
+ protected:
+  ~CallResult() = default;
+};
+
+class CallObserver {
+ public:
+  virtual void on_enter(const Attachment& at, const CallArgs& args) = 0;
+  virtual void on_exit(const Attachment& at, const CallResult& result) = 0;
+  /// The forward threw: drop what on_enter started, restore what it changed.
+  virtual void on_unwind(const Attachment& at) noexcept = 0;
+
+ protected:
+  ~CallObserver() = default;
+};
+
+template <class T>
+torch::Tensor tensor_of(const T& value) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, torch::Tensor>) {
+    return value;
+  } else if constexpr (is_optional_like<U>) {
+    return value.has_value() ? tensor_of(*value) : torch::Tensor();
+  } else {
+    return torch::Tensor();
+  }
+}
+
+template <class... A>
+class CallArgsOf final : public CallArgs {
+ public:
+  explicit CallArgsOf(const A&... args) : args_(args...) {}
+
+  std::size_t size() const noexcept override { return sizeof...(A); }
+
+  torch::Tensor tensor(std::size_t index) const override {
+    torch::Tensor found;
+    std::size_t i = 0;
+    std::apply([&](const auto&... arg) { ((i++ == index ? void(found = tensor_of(arg)) : void()), ...); }, args_);
+    return found;
+  }
+
+  boost::json::object serialize(std::string& prefix, TensorEncoder& encoder, bool keep_empty) const override {
+    boost::json::array positional;
+    boost::json::object keywords;
+    const std::size_t base = prefix.size();
+    std::apply(
+        [&](const auto&... arg) {
+          std::size_t i = 0;
+          (serialize_one(arg, i, positional, keywords, prefix, base, encoder), ...);
+        },
+        args_);
+    prefix.resize(base);
+    boost::json::object out;
+    if (keep_empty || !positional.empty()) out["args"] = std::move(positional);
+    if (keep_empty || !keywords.empty()) out["kwargs"] = std::move(keywords);
+    return out;
+  }
+
+ private:
+  template <class T>
+  static void serialize_one(const T& arg, std::size_t& index, boost::json::array& positional,
+                            boost::json::object& keywords, std::string& prefix, std::size_t base,
+                            TensorEncoder& encoder) {
+    if constexpr (is_keyword_pack<T>) {
+      // Options structs travel as Python keyword arguments: only what was set is shown.
+      prefix.resize(base);
+      prefix += "_kwargs";
+      append_keywords(arg, keywords, prefix, encoder);
+    } else {
+      prefix.resize(base);
+      prefix += "_args_";
+      prefix += std::to_string(index++);
+      positional.push_back(to_trace_json(arg, prefix, encoder));
+    }
+  }
+
+  std::tuple<const A&...> args_;
+};
+
+template <class R>
+class CallResultOf final : public CallResult {
+ public:
+  explicit CallResultOf(const R& result) : result_(result) {}
+
+  torch::Tensor tensor(std::size_t index) const override {
+    using U = std::remove_cvref_t<R>;
+    if constexpr (is_tuple_like<U>) {
+      torch::Tensor found;
+      std::size_t i = 0;
+      std::apply([&](const auto&... e) { ((i++ == index ? void(found = tensor_of(e)) : void()), ...); }, result_);
+      return found;
+    } else {
+      return index == 0 ? tensor_of(result_) : torch::Tensor();
+    }
+  }
+
+  boost::json::value serialize(std::string& prefix, TensorEncoder& encoder) const override {
+    return to_trace_json(result_, prefix, encoder);
+  }
+
+ private:
+  const R& result_;
+};
+
+class VoidResult final : public CallResult {
+ public:
+  torch::Tensor tensor(std::size_t) const override { return {}; }
+  boost::json::value serialize(std::string&, TensorEncoder&) const override { return "None"; }
+};
+
+/// Unwinds the attachments in [first, last).
+inline void unwind_attachments(Attachment* first, Attachment* last) noexcept {
+  for (Attachment* at = first; at != last; at = at->next) at->observer->on_unwind(*at);
+}
+
+/// The slow path of a traced call, out of line so the untraced path stays small.
+/// Contract with the observers: once on_enter has returned, exactly one of on_exit or on_unwind
+/// follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
+template <class R, class Module, class Call, class... A>
+[[gnu::noinline]] R traced_call(Module& /*module*/, Attachment* head, Call&& call, const A&... args) {
+  Attachment* entered_end = head;
+  try {
+    const CallArgsOf<A...> view(args...);
+    for (; entered_end != nullptr; entered_end = entered_end->next) entered_end->observer->on_enter(*entered_end, view);
+  } catch (...) {
+    unwind_attachments(head, entered_end);
+    throw;
+  }
+  const auto finish = [head](const CallResult& view) {
+    Attachment* at = head;
+    try {
+      for (; at != nullptr; at = at->next) at->observer->on_exit(*at, view);
+    } catch (...) {
+      unwind_attachments(at->next, nullptr);
+      throw;
+    }
+  };
+  const auto run = [&]() -> R {
+    try {
+      return call();
+    } catch (...) {
+      unwind_attachments(head, nullptr);
+      throw;
+    }
+  };
+  if constexpr (std::is_void_v<R>) {
+    run();
+    finish(VoidResult());
+  } else {
+    R result = run();
+    finish(CallResultOf<R>(result));
+    return result;
+  }
+}
+
+}  // namespace tracetorch::detail

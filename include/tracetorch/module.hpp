@@ -1,0 +1,153 @@
+#pragma once
+/// \file
+/// `TRACEABLE(Name)`: the one annotation a module class needs.
+///
+/// LibTorch has no forward hooks and `forward` is not virtual, so calls are intercepted at
+/// compile time instead: `TRACEABLE(Name)` defines the holder `Name` (as `TORCH_MODULE(Name)`
+/// does) over `Traced<NameImpl>`, a class derived from `NameImpl` whose `forward` has the exact
+/// signature of `NameImpl::forward` and checks one pointer before calling it. Nothing is replaced
+/// at run time; with no trace attached a call costs that one branch.
+///
+/// \code
+/// struct MlpImpl : torch::nn::Module {
+///   torch::Tensor forward(torch::Tensor x);
+/// };
+/// TRACEABLE(Mlp);   // holder `Mlp`, registered name "Mlp"
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "tracetorch/detail/call.hpp"
+
+namespace tracetorch::detail {
+
+/// A string literal usable as a template argument: the registered name of a traced type.
+template <std::size_t N>
+struct FixedString {
+  char chars[N]{};
+  constexpr FixedString(const char (&text)[N]) { std::copy_n(text, N, chars); }  // NOLINT: implicit by design
+  constexpr std::string_view view() const noexcept { return {chars, N - 1}; }
+};
+
+/// `&Impl::forward` when it names one non-template function, else void (overloaded or template).
+template <class Impl>
+struct forward_pointer {
+  using type = void;
+};
+template <class Impl>
+  requires requires { &Impl::forward; }
+struct forward_pointer<Impl> {
+  using type = decltype(&Impl::forward);
+};
+
+// The body of every traced entry point: one acquire load and one branch when nothing is
+// attached; otherwise the observers see the call (detail/call.hpp).
+#ifndef TRACETORCH_DISABLE
+#define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
+  ::tracetorch::detail::Attachment* head = this->attachments_.load(std::memory_order_acquire);  \
+  if (head == nullptr) [[likely]]                                                                 \
+    return Impl::forward(std::forward<Types>(values)...);                                        \
+  return ::tracetorch::detail::traced_call<R>(                                                   \
+      *this, head, [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...)
+#else
+#define TRACETORCH_DETAIL_FORWARD_BODY(Types, values) return Impl::forward(std::forward<Types>(values)...)
+#endif
+
+/// The traced form of `Impl`, for an `Impl::forward` that is overloaded or a template: `forward`
+/// is a template too (so such a module cannot go into a `Sequential`, exactly as in LibTorch).
+template <class Impl, FixedString Name, class ForwardPointer = typename forward_pointer<Impl>::type>
+class Traced : public Impl, public TracedModuleBase {
+ public:
+  using Impl::Impl;
+  Traced() = default;
+
+  template <class... A>
+  decltype(auto) forward(A&&... args) {
+    using R = decltype(Impl::forward(std::forward<A>(args)...));
+    TRACETORCH_DETAIL_FORWARD_BODY(A, args);
+  }
+  template <class... A>
+  decltype(auto) call(A&&... args) {
+    return forward(std::forward<A>(args)...);
+  }
+  std::string_view traced_name() const noexcept override { return Name.view(); }
+};
+
+// One partial specialisation per qualification of a unique `forward`: the traced `forward` has
+// exactly its signature, so `AnyModule` (and with it `Sequential`) deduces the same types.
+// `call` serves the holder's operator(): default arguments of Impl::forward still apply.
+#define TRACETORCH_DETAIL_TRACED(QUALIFIERS)                                                      \
+  template <class Impl, FixedString Name, class C, class R, class... A>                           \
+  class Traced<Impl, Name, R (C::*)(A...) QUALIFIERS> : public Impl, public TracedModuleBase {    \
+   public:                                                                                        \
+    using Impl::Impl;                                                                             \
+    Traced() = default;                                                                           \
+                                                                                                  \
+    R forward(A... args) QUALIFIERS { TRACETORCH_DETAIL_FORWARD_BODY(A, args); }                  \
+    template <class... Given>                                                                     \
+    R call(Given&&... given) QUALIFIERS {                                                         \
+      TRACETORCH_DETAIL_FORWARD_BODY(Given, given);                                               \
+    }                                                                                             \
+    std::string_view traced_name() const noexcept override { return Name.view(); }               \
+  }
+
+TRACETORCH_DETAIL_TRACED();
+TRACETORCH_DETAIL_TRACED(const);
+TRACETORCH_DETAIL_TRACED(noexcept);
+TRACETORCH_DETAIL_TRACED(const noexcept);
+#undef TRACETORCH_DETAIL_TRACED
+
+/// The holder of a traced module: `torch::nn::ModuleHolder` whose call operator goes through
+/// the traced `call`, so default arguments of `forward` keep working.
+template <class Impl, FixedString Name>
+class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>> {
+  using Base = torch::nn::ModuleHolder<Traced<Impl, Name>>;
+
+ public:
+  using Base::Base;
+  using Impl_ = Impl;
+
+  template <class... A>
+  decltype(auto) operator()(A&&... args) {
+    return this->get()->call(std::forward<A>(args)...);
+  }
+};
+
+/// Registration marker found by argument-dependent lookup: `TRACEABLE` declares it beside the
+/// user's class so compile-time checks can tell traced types from plain ones.
+struct traceable_marker {};
+
+}  // namespace tracetorch::detail
+
+namespace tracetorch {
+
+/// True for a module type declared with `TRACEABLE` (its Impl, its holder or its traced form).
+template <class T>
+inline constexpr bool is_traceable_v =
+    std::is_base_of_v<detail::TracedModuleBase, T> ||
+    requires { requires std::is_base_of_v<detail::TracedModuleBase, typename T::ContainedType>; } ||
+    requires(T* p) {
+      { tracetorch_traceable_marker(p) } -> std::same_as<detail::traceable_marker>;
+    };
+
+}  // namespace tracetorch
+
+/// `TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the holder `Name`
+/// like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's path).
+#define TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+
+/// `TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
+#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
+  ::tracetorch::detail::traceable_marker tracetorch_traceable_marker(ImplType*);                  \
+  class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
+   public:                                                                                        \
+    using ::tracetorch::detail::TracedHolder<ImplType, #Name>::TracedHolder;                      \
+    using Impl = ImplType;                                                                        \
+  }

@@ -1,0 +1,35 @@
+#pragma once
+/// \file
+/// Traced forms of the LibTorch layers models are built from. Each is the LibTorch module with
+/// the same options and behaviour, registered under PyTorch's class name, so a trace shows
+/// `LlamaModel.layers.0.mlp.gate_proj` exactly where transformers does.
+///
+/// \code
+/// tracetorch::nn::Linear gate_proj{nullptr};
+/// gate_proj = register_module("gate_proj", tracetorch::nn::Linear(torch::nn::LinearOptions(64, 172).bias(false)));
+/// \endcode
+
+#include <torch/torch.h>
+
+#include "tracetorch/module.hpp"
+
+namespace tracetorch::nn {
+
+TRACETORCH_TRACEABLE_IMPL(Linear, torch::nn::LinearImpl);
+TRACETORCH_TRACEABLE_IMPL(Embedding, torch::nn::EmbeddingImpl);
+TRACETORCH_TRACEABLE_IMPL(LayerNorm, torch::nn::LayerNormImpl);
+TRACETORCH_TRACEABLE_IMPL(Dropout, torch::nn::DropoutImpl);
+TRACETORCH_TRACEABLE_IMPL(SiLU, torch::nn::SiLUImpl);
+TRACETORCH_TRACEABLE_IMPL(GELU, torch::nn::GELUImpl);
+TRACETORCH_TRACEABLE_IMPL(ReLU, torch::nn::ReLUImpl);
+TRACETORCH_TRACEABLE_IMPL(Tanh, torch::nn::TanhImpl);
+TRACETORCH_TRACEABLE_IMPL(Softmax, torch::nn::SoftmaxImpl);
+TRACETORCH_TRACEABLE_IMPL(Conv1d, torch::nn::Conv1dImpl);
+TRACETORCH_TRACEABLE_IMPL(Conv2d, torch::nn::Conv2dImpl);
+/// A traced Sequential: one node for the Sequential call, one per element that is itself traced.
+TRACETORCH_TRACEABLE_IMPL(Sequential, torch::nn::SequentialImpl);
+/// ModuleList has no forward of its own: its elements are traced when called through their
+/// holder type, e.g. `layers[i]->as<DecoderLayer>()->forward(x)` (see the README).
+using ModuleList = torch::nn::ModuleList;
+
+}  // namespace tracetorch::nn

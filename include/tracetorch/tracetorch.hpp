@@ -1,0 +1,12 @@
+#pragma once
+/// \file
+/// tracetorch: transformers' model-porting tools for LibTorch. One include:
+/// `TRACEABLE(Name)` on each module class, `tracetorch::nn::` traced layers, and
+/// `tracetorch::model_addition_debugger` to trace a forward pass.
+
+#include "tracetorch/debugger.hpp"
+#include "tracetorch/error.hpp"
+#include "tracetorch/module.hpp"
+#include "tracetorch/nn.hpp"
+#include "tracetorch/python_repr.hpp"
+#include "tracetorch/safetensors.hpp"

@@ -1,0 +1,55 @@
+#pragma once
+// Shared by the test files: fixture paths, temporary directories, file reading.
+
+#include <tracetorch/tracetorch.hpp>
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+
+namespace tracetorch_test {
+
+inline std::filesystem::path data_dir() { return TRACETORCH_TEST_DATA; }
+inline std::filesystem::path tiny_llama_dir() { return data_dir() / "tiny_llama"; }
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline boost::json::value read_json(const std::filesystem::path& path) { return boost::json::parse(read_file(path)); }
+
+/// A fresh directory under the system temp dir, removed with everything in it at scope end.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device random;
+    path_ = std::filesystem::temp_directory_path() / ("tracetorch-test-" + std::to_string(random()) + std::to_string(random()));
+    std::filesystem::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ignored);
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::size_t count_files(const std::filesystem::path& dir) {
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) n += entry.is_regular_file() ? 1 : 0;
+  return n;
+}
+
+}  // namespace tracetorch_test

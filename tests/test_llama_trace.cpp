@@ -1,0 +1,114 @@
+// examples/llama_trace.cpp: the command line, its output and its errors.
+
+#include <doctest/doctest.h>
+
+#include "test_helpers.hpp"
+
+#include <cstdio>
+#include <sys/wait.h>
+
+namespace {
+
+struct RunResult {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+RunResult run_llama_trace(const std::string& arguments) {
+  const std::string command = std::string(TRACETORCH_LLAMA_TRACE) + " " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  DOCTEST_REQUIRE(pipe != nullptr);
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string fixture(const std::string& name) { return (tracetorch_test::tiny_llama_dir() / name).string(); }
+
+}  // namespace
+
+DOCTEST_TEST_SUITE("llama_trace") {
+
+DOCTEST_TEST_CASE("traces the fixture model and prints each leaf's output shape") {
+  tracetorch_test::TempDir dir;
+  const auto result = run_llama_trace("--config " + fixture("config.json") + " --weights " + fixture("model.safetensors") +
+                                      " --input-ids " + fixture("input_ids.safetensors") + " --no-prune-layers --safetensors" +
+                                      " --debug-path " + dir.path().string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_REQUIRE(result.exit_code == 0);
+  DOCTEST_CHECK(result.output.find("LlamaModel_debug_tree_SUMMARY.json") != std::string::npos);
+  DOCTEST_CHECK(result.output.find("LlamaModel.layers.3.mlp.down_proj -> torch.Size([2, 7, 64])") != std::string::npos);
+  DOCTEST_CHECK(result.output.find("LlamaModel.rotary_emb -> torch.Size([2, 7, 16]), torch.Size([2, 7, 16])") !=
+                std::string::npos);
+  const auto ours = tracetorch::safetensors::load_single(dir / "LlamaModel.norm_outputs.safetensors");
+  const auto ref = tracetorch::safetensors::load_single(tracetorch_test::tiny_llama_dir() / "trace_st" /
+                                                        "LlamaModel.norm_outputs.safetensors");
+  DOCTEST_CHECK(torch::allclose(ours, ref, 0, 1e-5));
+}
+
+DOCTEST_TEST_CASE("random weights and ids from --batch/--seq/--seed, pruned by default") {
+  tracetorch_test::TempDir dir;
+  const std::string config = (dir / "config.json").string();
+  std::ofstream(config) << R"({"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3,
+                               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 50})";
+  const auto result = run_llama_trace("--config " + config + " --batch 3 --seq 5 --seed 1 --debug-path " + (dir / "out").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_REQUIRE(result.exit_code == 0);
+  const auto summary = tracetorch_test::read_json(dir / "out" / "LlamaModel_debug_tree_SUMMARY.json");
+  DOCTEST_CHECK(summary.at("inputs").at("args").at(0).at("shape") == "torch.Size([3, 5])");
+  DOCTEST_CHECK(result.output.find("LlamaModel.layers.1.") == std::string::npos);  // pruned
+  DOCTEST_CHECK(result.output.find("LlamaModel.layers.2.mlp.down_proj -> torch.Size([3, 5, 32])") != std::string::npos);
+}
+
+DOCTEST_TEST_CASE("bad command lines and bad files are clear errors") {
+  tracetorch_test::TempDir dir;
+  const std::string out = " --debug-path " + (dir / "out").string();
+  auto result = run_llama_trace("--config " + fixture("config.json"));
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find("--debug-path DIR is required") != std::string::npos);
+  result = run_llama_trace("--batch zero" + out);
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find("--batch needs an integer") != std::string::npos);
+  result = run_llama_trace("--frobnicate" + out);
+  DOCTEST_CHECK(result.exit_code == 2);
+
+  result = run_llama_trace("--config " + (dir / "missing.json").string() + out);
+  DOCTEST_CHECK(result.exit_code == 1);
+  DOCTEST_CHECK(result.output.find("missing.json") != std::string::npos);
+
+  std::ofstream(dir / "broken.json") << "{\"hidden_size\": 64,";
+  result = run_llama_trace("--config " + (dir / "broken.json").string() + out);
+  DOCTEST_CHECK(result.exit_code == 1);
+  DOCTEST_CHECK(result.output.find("broken.json is not valid JSON") != std::string::npos);
+
+  // Weights of another config: the first mismatching tensor is named with both shapes.
+  std::ofstream(dir / "small.json") << R"({"hidden_size": 32, "num_hidden_layers": 4, "num_attention_heads": 4,
+                                           "num_key_value_heads": 2, "intermediate_size": 172, "vocab_size": 1000})";
+  result = run_llama_trace("--config " + (dir / "small.json").string() + " --weights " + fixture("model.safetensors") + out);
+  DOCTEST_CHECK(result.exit_code == 1);
+  DOCTEST_CHECK(result.output.find("has shape") != std::string::npos);
+  DOCTEST_CHECK(result.output.find("model.safetensors") != std::string::npos);
+
+  // A weights file with one tensor missing and one unexpected.
+  auto tensors = tracetorch::safetensors::load(tracetorch_test::tiny_llama_dir() / "model.safetensors");
+  std::vector<std::pair<std::string, torch::Tensor>> edited(tensors.begin(), tensors.end());
+  edited.erase(std::find_if(edited.begin(), edited.end(), [](const auto& e) { return e.first == "norm.weight"; }));
+  tracetorch::safetensors::save(dir / "missing_norm.safetensors", edited);
+  result = run_llama_trace("--config " + fixture("config.json") + " --weights " + (dir / "missing_norm.safetensors").string() + out);
+  DOCTEST_CHECK(result.exit_code == 1);
+  DOCTEST_CHECK(result.output.find("missing tensor \"norm.weight\"") != std::string::npos);
+  edited.emplace_back("lm_head.weight", torch::zeros({2}));
+  tracetorch::safetensors::save(dir / "extra.safetensors", edited);
+  result = run_llama_trace("--config " + fixture("config.json") + " --weights " + (dir / "extra.safetensors").string() + out);
+  DOCTEST_CHECK(result.output.find("unexpected tensor \"lm_head.weight\"") != std::string::npos);
+
+  std::ofstream(dir / "garbage.safetensors") << "not a safetensors file";
+  result = run_llama_trace("--config " + fixture("config.json") + " --weights " + (dir / "garbage.safetensors").string() + out);
+  DOCTEST_CHECK(result.exit_code == 1);
+  DOCTEST_CHECK(result.output.find("garbage.safetensors") != std::string::npos);
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out" / "LlamaModel_debug_tree_SUMMARY.json"));
+}
+
+}  // DOCTEST_TEST_SUITE
