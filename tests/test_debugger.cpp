@@ -333,6 +333,7 @@ DOCTEST_TEST_CASE("nested scopes on one model: the inner one records, the outer 
   {
     auto inner = tracetorch::model_addition_debugger(model, {.debug_path = inner_dir.path()});
     model->forward(tiny_input_ids());
+    DOCTEST_CHECK(torch::GradMode::is_enabled());  // each scope restored what it found, in order
   }
   DOCTEST_CHECK(tracetorch_test::count_files(inner_dir.path()) == 2);
   DOCTEST_CHECK(tracetorch_test::count_files(outer_dir.path()) == 2);  // both observed that forward

@@ -11,6 +11,10 @@ struct ScaleImpl : torch::nn::Module {
   // A default argument: the holder call `scale(x)` must still compile and be traced.
   torch::Tensor forward(torch::Tensor x, double extra = 0.0) { return x * factor + extra; }
   double factor;
+
+ protected:
+  // As in LibTorch: Sequential/AnyModule apply default arguments only when declared.
+  FORWARD_HAS_DEFAULT_ARGS({1, torch::nn::AnyValue(0.0)})
 };
 TRACEABLE(Scale);
 

@@ -115,7 +115,9 @@ LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {
 }
 
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
-  return down_proj(act_fn(gate_proj(x)) * up_proj(x));
+  // Sequenced as Python evaluates it (gate before up), so the traces list the calls in the same order.
+  auto gate = act_fn(gate_proj(x));
+  return down_proj(gate * up_proj(x));
 }
 
 LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c, std::int64_t layer_idx_)

@@ -339,7 +339,7 @@ class AttachmentSet {
       auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
       const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
       if (traced == nullptr) {
-        untraced_.push_back(path);
+        if (!is_container(*item.value())) untraced_.push_back(path);
         continue;
       }
       auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
@@ -376,6 +376,15 @@ class AttachmentSet {
   const std::vector<std::string>& untraced() const noexcept { return untraced_; }
 
  private:
+  // Containers have no forward of their own (Python's ModuleList is never called either), so
+  // they are not worth a warning; their elements are checked on their own.
+  static bool is_container(const torch::nn::Module& module) noexcept {
+    return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
+           dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
+           dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
+           dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
+  }
+
   std::vector<std::unique_ptr<Attachment>> attachments_;
   std::vector<std::string> untraced_;
 };

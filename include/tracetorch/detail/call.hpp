@@ -177,9 +177,25 @@ class VoidResult final : public CallResult {
   boost::json::value serialize(std::string&, TensorEncoder&) const override { return "None"; }
 };
 
-/// Unwinds the attachments in [first, last).
+/// Unwinds the attachments in [first, last), last entered first.
 inline void unwind_attachments(Attachment* first, Attachment* last) noexcept {
-  for (Attachment* at = first; at != last; at = at->next) at->observer->on_unwind(*at);
+  if (first == last) return;
+  unwind_attachments(first->next, last);
+  first->observer->on_unwind(*first);
+}
+
+/// Exits the attachments from `at` on, in the reverse of the order they were entered, so that
+/// observers that save and restore state (grad mode) nest properly. If one throws, those it
+/// would have been followed by are unwound instead.
+inline void exit_attachments(Attachment* at, const CallResult& view) {
+  if (at == nullptr) return;
+  try {
+    exit_attachments(at->next, view);
+  } catch (...) {
+    at->observer->on_unwind(*at);
+    throw;
+  }
+  at->observer->on_exit(*at, view);
 }
 
 /// The slow path of a traced call, out of line so the untraced path stays small.
@@ -195,15 +211,7 @@ template <class R, class Module, class Call, class... A>
     unwind_attachments(head, entered_end);
     throw;
   }
-  const auto finish = [head](const CallResult& view) {
-    Attachment* at = head;
-    try {
-      for (; at != nullptr; at = at->next) at->observer->on_exit(*at, view);
-    } catch (...) {
-      unwind_attachments(at->next, nullptr);
-      throw;
-    }
-  };
+  const auto finish = [head](const CallResult& view) { exit_attachments(head, view); };
   const auto run = [&]() -> R {
     try {
       return call();
