@@ -3,6 +3,7 @@
 //
 //   llama_trace [--config config.json] [--weights model.safetensors] [--input-ids input_ids.safetensors]
 //               [--batch B] [--seq S] [--seed N] --debug-path DIR [--no-prune-layers] [--safetensors]
+//               [--output-hidden-states] [--output-attentions] [--dump-captured DIR]
 
 #include "llama/llama.hpp"
 
@@ -22,6 +23,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: llama_trace [--config config.json] [--weights model.safetensors] [--input-ids input_ids.safetensors]\n"
     "                   [--batch B] [--seq S] [--seed N] --debug-path DIR [--no-prune-layers] [--safetensors]\n"
+    "                   [--output-hidden-states] [--output-attentions] [--dump-captured DIR]\n"
     "\n"
     "Runs the example Llama (transformers' module names) under tracetorch's model addition debugger\n"
     "and writes DIR/LlamaModel_debug_tree_SUMMARY.json and _FULL_TENSORS.json.\n"
@@ -31,7 +33,11 @@ constexpr const char* kUsage =
     "  --batch, --seq     shape of the random input ids (default 4 x 30)\n"
     "  --seed             random seed (default 673)\n"
     "  --no-prune-layers  keep every layer (default: only the first and last layer block)\n"
-    "  --safetensors      one .safetensors file per tensor instead of printed values (use_repr=False)\n";
+    "  --safetensors      one .safetensors file per tensor instead of printed values (use_repr=False)\n"
+    "  --output-hidden-states, --output-attentions\n"
+    "                     capture them (output_hidden_states=True / output_attentions=True)\n"
+    "  --dump-captured    write the captured tensors to DIR/hidden_states_<i>.safetensors and\n"
+    "                     DIR/attentions_<i>.safetensors (key \"data\")\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -44,6 +50,9 @@ struct Arguments {
   std::filesystem::path debug_path;
   bool prune_layers = true;
   bool use_repr = true;
+  bool output_hidden_states = false;
+  bool output_attentions = false;
+  std::optional<std::filesystem::path> dump_captured;
 };
 
 template <class Int>
@@ -87,11 +96,21 @@ Arguments parse_arguments(int argc, char** argv) {
       args.prune_layers = false;
     } else if (flag == "--safetensors") {
       args.use_repr = false;
+    } else if (flag == "--output-hidden-states") {
+      args.output_hidden_states = true;
+    } else if (flag == "--output-attentions") {
+      args.output_attentions = true;
+    } else if (flag == "--dump-captured") {
+      args.dump_captured = value();
+      if (args.dump_captured->empty()) throw UsageError("--dump-captured needs a directory");
     } else {
       throw UsageError("unknown argument '" + flag + "'");
     }
   }
   if (!have_debug_path || args.debug_path.empty()) throw UsageError("--debug-path DIR is required");
+  if (args.dump_captured && !args.output_hidden_states && !args.output_attentions) {
+    throw UsageError("--dump-captured needs --output-hidden-states or --output-attentions");
+  }
   return args;
 }
 
@@ -142,6 +161,23 @@ void print_leaf_shapes(const boost::json::value& node) {
             << "\n";
 }
 
+/// Writes hidden_states_<i> / attentions_<i>.safetensors (key "data"); undefined entries are skipped.
+void dump_captured(const std::filesystem::path& dir, const llama::BaseModelOutputWithPast& output) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw tracetorch::Error("llama_trace: cannot create " + dir.string() + ": " + ec.message());
+  const auto dump = [&](const char* name, const std::optional<std::vector<torch::Tensor>>& tensors) {
+    if (!tensors) return;
+    for (std::size_t i = 0; i < tensors->size(); ++i) {
+      if (!(*tensors)[i].defined()) continue;
+      tracetorch::safetensors::save(dir / (std::string(name) + "_" + std::to_string(i) + ".safetensors"), (*tensors)[i]);
+    }
+    std::cout << "wrote " << tensors->size() << " " << name << " to " << dir.string() << "\n";
+  };
+  dump("hidden_states", output.hidden_states);
+  dump("attentions", output.attentions);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,19 +196,23 @@ int main(int argc, char** argv) {
     if (args.weights) llama::load_state_dict(*model, *args.weights);
     const torch::Tensor input_ids = args.input_ids ? read_input_ids(*args.input_ids, config.vocab_size)
                                                    : torch::randint(0, config.vocab_size, {args.batch, args.seq});
-    torch::Tensor output;
+    llama::BaseModelOutputWithPast output;
+    tracetorch::OutputOptions options;
+    if (args.output_hidden_states) options.output_hidden_states = true;
+    if (args.output_attentions) options.output_attentions = true;
     std::filesystem::path summary, full;
     {
       auto guard = tracetorch::model_addition_debugger(
           model, {.debug_path = args.debug_path, .do_prune_layers = args.prune_layers, .use_repr = args.use_repr});
-      output = model->forward(input_ids);
+      output = model->forward(input_ids, options);
       summary = guard.summary_path();
       full = guard.full_tensors_path();
     }
     std::cout << "llama_trace: traced LlamaModel (" << config.num_hidden_layers << " layers, hidden " << config.hidden_size
-              << ") on input_ids " << input_ids.sizes() << " -> last_hidden_state " << output.sizes() << "\n";
+              << ") on input_ids " << input_ids.sizes() << " -> last_hidden_state " << output.last_hidden_state.sizes() << "\n";
     std::cout << "wrote " << summary.string() << "\n";
     std::cout << "wrote " << full.string() << (args.use_repr ? "" : " and one .safetensors file per tensor") << "\n";
+    if (args.dump_captured) dump_captured(*args.dump_captured, output);
     std::cout << "leaf module outputs:\n";
     std::ifstream in(summary);
     const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

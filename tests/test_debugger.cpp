@@ -110,7 +110,7 @@ DOCTEST_TEST_CASE("the tiny Llama trace matches the Python reference, use_repr=t
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .do_prune_layers = false});
     DOCTEST_CHECK(guard.untraced_modules().empty());
-    model->forward(ids);
+    model(ids);
   }
   const auto ref_full = read_json(tiny_llama_dir() / "trace_repr" / "LlamaModel_debug_tree_FULL_TENSORS.json");
   const auto ours_full = read_json(dir / "LlamaModel_debug_tree_FULL_TENSORS.json");
@@ -127,7 +127,7 @@ DOCTEST_TEST_CASE("the written JSON is byte-for-byte Python's json.dump(indent=2
   TempDir dir;
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .do_prune_layers = false});
-    model->forward(tiny_input_ids());
+    model(tiny_input_ids());
   }
   // Re-serialising the reference with our writer reproduces the reference file exactly.
   for (const char* name : {"LlamaModel_debug_tree_SUMMARY.json", "LlamaModel_debug_tree_FULL_TENSORS.json"}) {
@@ -149,7 +149,7 @@ DOCTEST_TEST_CASE("use_repr=false writes transformers' file names and the same t
   {
     auto guard = tracetorch::model_addition_debugger(
         model, {.debug_path = dir.path(), .do_prune_layers = false, .use_repr = false});
-    model->forward(tiny_input_ids());
+    model(tiny_input_ids());
   }
   const auto ref_dir = tiny_llama_dir() / "trace_st";
   std::set<std::string> ref_files, our_files;
@@ -181,7 +181,7 @@ DOCTEST_TEST_CASE("do_prune_layers keeps the first and last layer block") {
   TempDir dir;
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path()});
-    model->forward(tiny_input_ids());
+    model(tiny_input_ids());
   }
   const auto summary = read_json(dir / "LlamaModel_debug_tree_SUMMARY.json");
   std::vector<std::string> top;
@@ -195,7 +195,7 @@ DOCTEST_TEST_CASE("the root keeps module_path, inputs with args and kwargs, chil
   TempDir dir;
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path()});
-    model->forward(tiny_input_ids());
+    model(tiny_input_ids());
   }
   const auto summary = read_json(dir / "LlamaModel_debug_tree_SUMMARY.json").as_object();
   std::vector<std::string> keys;
@@ -281,19 +281,19 @@ DOCTEST_TEST_CASE("only rank 0 records") {
   TempDir dir;
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .rank = 1});
-    model->forward(tiny_input_ids());
+    model(tiny_input_ids());
   }
   DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 0);
   ::setenv("RANK", "2", 1);
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path()});
-    model->forward(tiny_input_ids());
+    model(tiny_input_ids());
   }
   DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 0);
   ::setenv("RANK", "0", 1);
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path()});
-    model->forward(tiny_input_ids());
+    model(tiny_input_ids());
   }
   ::unsetenv("RANK");
   DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 2);
@@ -322,7 +322,7 @@ DOCTEST_TEST_CASE("after the scope ends nothing is attached and no trace is writ
       DOCTEST_CHECK(traced->attachments_.load() == nullptr);
     }
   }
-  model->forward(tiny_input_ids());
+  model(tiny_input_ids());
   DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 0);
 }
 
@@ -332,14 +332,14 @@ DOCTEST_TEST_CASE("nested scopes on one model: the inner one records, the outer 
   auto outer = tracetorch::model_addition_debugger(model, {.debug_path = outer_dir.path()});
   {
     auto inner = tracetorch::model_addition_debugger(model, {.debug_path = inner_dir.path()});
-    model->forward(tiny_input_ids());
+    model(tiny_input_ids());
     DOCTEST_CHECK(torch::GradMode::is_enabled());  // each scope restored what it found, in order
   }
   DOCTEST_CHECK(tracetorch_test::count_files(inner_dir.path()) == 2);
   DOCTEST_CHECK(tracetorch_test::count_files(outer_dir.path()) == 2);  // both observed that forward
   std::filesystem::remove_all(outer_dir.path());
   std::filesystem::create_directories(outer_dir.path());
-  model->forward(tiny_input_ids());
+  model(tiny_input_ids());
   DOCTEST_CHECK(tracetorch_test::count_files(outer_dir.path()) == 2);
 }
 

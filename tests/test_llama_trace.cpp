@@ -48,6 +48,37 @@ DOCTEST_TEST_CASE("traces the fixture model and prints each leaf's output shape"
   DOCTEST_CHECK(torch::allclose(ours, ref, 0, 1e-5));
 }
 
+DOCTEST_TEST_CASE("--output-hidden-states/--output-attentions with --dump-captured write the captured tensors") {
+  tracetorch_test::TempDir dir;
+  const auto result = run_llama_trace("--config " + fixture("config.json") + " --weights " + fixture("model.safetensors") +
+                                      " --input-ids " + fixture("input_ids.safetensors") +
+                                      " --output-hidden-states --output-attentions --dump-captured " +
+                                      (dir / "captured").string() + " --debug-path " + (dir / "trace").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_REQUIRE(result.exit_code == 0);
+  const auto ref = tracetorch_test::tiny_llama_dir() / "trace_st";
+  for (int i = 0; i < 4; ++i) {
+    DOCTEST_INFO("layer ", i);
+    const auto hidden = tracetorch::safetensors::load_single(dir / "captured" / ("hidden_states_" + std::to_string(i) + ".safetensors"));
+    const auto layer_input = tracetorch::safetensors::load_single(ref / ("LlamaModel.layers." + std::to_string(i) + "_inputs_args_0.safetensors"));
+    DOCTEST_CHECK(torch::allclose(hidden, layer_input, 0, 1e-5));
+    const auto attention = tracetorch::safetensors::load_single(dir / "captured" / ("attentions_" + std::to_string(i) + ".safetensors"));
+    DOCTEST_CHECK((attention.sizes() == c10::IntArrayRef{2, 4, 7, 7}));
+  }
+  const auto last = tracetorch::safetensors::load_single(dir / "captured" / "hidden_states_4.safetensors");
+  DOCTEST_CHECK(torch::allclose(last, tracetorch::safetensors::load_single(ref / "LlamaModel.norm_outputs.safetensors"), 0, 1e-5));
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "captured" / "hidden_states_5.safetensors"));
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "captured" / "attentions_4.safetensors"));
+  // The options show in the trace as the keyword arguments that were set.
+  const auto summary = tracetorch_test::read_json(dir / "trace" / "LlamaModel_debug_tree_SUMMARY.json");
+  DOCTEST_CHECK(summary.at("inputs").at("kwargs") ==
+                boost::json::object{{"output_hidden_states", "True"}, {"output_attentions", "True"}});
+
+  const auto misuse = run_llama_trace("--dump-captured " + (dir / "x").string() + " --debug-path " + (dir / "y").string());
+  DOCTEST_CHECK(misuse.exit_code == 2);
+  DOCTEST_CHECK(misuse.output.find("--dump-captured needs --output-hidden-states or --output-attentions") != std::string::npos);
+}
+
 DOCTEST_TEST_CASE("random weights and ids from --batch/--seq/--seed, pruned by default") {
   tracetorch_test::TempDir dir;
   const std::string config = (dir / "config.json").string();

@@ -63,6 +63,15 @@ LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
   read_int("max_position_embeddings", config.max_position_embeddings);
   read_double("rms_norm_eps", config.rms_norm_eps);
   read_double("rope_theta", config.rope_theta);
+  const auto read_bool = [&](const char* key, bool& field) {
+    const auto* value = object.if_contains(key);
+    if (value == nullptr) return;
+    if (!value->is_bool()) throw tracetorch::Error("llama: " + path.string() + ": \"" + key + "\" must be true or false");
+    field = value->get_bool();
+  };
+  read_bool("output_hidden_states", config.output_hidden_states);
+  read_bool("output_attentions", config.output_attentions);
+  read_bool("use_cache", config.use_cache);
   config.validate(path.string());
   return config;
 }
@@ -185,8 +194,14 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
   rotary_emb = register_module("rotary_emb", LlamaRotaryEmbedding(c));
 }
 
-torch::Tensor LlamaModelImpl::forward(const torch::Tensor& input_ids) {
+BaseModelOutputWithPast LlamaModelImpl::forward(const torch::Tensor& input_ids, const tracetorch::OutputOptions& options) {
   if (input_ids.dim() != 2) throw tracetorch::Error("llama: input_ids must be [batch, seq], got " + std::to_string(input_ids.dim()) + " dimensions");
+  return tracetorch::capture_outputs(*this, tracetorch::merge_with_config_defaults(*this, options), [&] {
+    return BaseModelOutputWithPast{.last_hidden_state = run_layers(input_ids)};
+  });
+}
+
+torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& input_ids) {
   const auto bsz = input_ids.size(0);
   const auto seq = input_ids.size(1);
   auto hidden_states = embed_tokens(input_ids);

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <tuple>
+#include <vector>
 
 namespace llama {
 
@@ -24,6 +26,9 @@ struct LlamaConfig {
   std::int64_t max_position_embeddings = 1024;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
+  bool output_hidden_states = false;
+  bool output_attentions = false;
+  bool use_cache = true;
 
   /// Reads a transformers config.json; unknown keys are ignored, a key of the wrong type or
   /// an inconsistent config is a tracetorch::Error naming the file.
@@ -84,16 +89,33 @@ struct LlamaDecoderLayerImpl : torch::nn::Module {
 };
 TRACEABLE(LlamaDecoderLayer);
 
+/// transformers' BaseModelOutputWithPast (without the cache, which this port does not keep).
+struct BaseModelOutputWithPast {
+  torch::Tensor last_hidden_state;
+  std::optional<std::vector<torch::Tensor>> hidden_states;
+  std::optional<std::vector<torch::Tensor>> attentions;
+};
+TRACETORCH_OUTPUT(BaseModelOutputWithPast, last_hidden_state, hidden_states, attentions);
+
 struct LlamaModelImpl : torch::nn::Module {
+  /// transformers' LlamaPreTrainedModel._can_record_outputs.
+  static constexpr auto can_record_outputs = tracetorch::output_records(
+      tracetorch::record<"hidden_states", LlamaDecoderLayer>(),
+      tracetorch::record<"attentions", tracetorch::OutputRecorder<LlamaAttention, 1>>());
+
   explicit LlamaModelImpl(const LlamaConfig& config);
-  /// The last hidden state, [batch, seq, hidden], as the reference LlamaModel returns.
-  torch::Tensor forward(const torch::Tensor& input_ids);
+  /// last_hidden_state [batch, seq, hidden]; hidden_states (layers + 1) and attentions (one
+  /// [batch, heads, seq, seq] per layer) when asked for, in the call's options or the config.
+  BaseModelOutputWithPast forward(const torch::Tensor& input_ids, const tracetorch::OutputOptions& options = {});
 
   LlamaConfig config;
   tracetorch::nn::Embedding embed_tokens{nullptr};
   tracetorch::nn::ModuleList layers{nullptr};
   LlamaRMSNorm norm{nullptr};
   LlamaRotaryEmbedding rotary_emb{nullptr};
+
+ private:
+  torch::Tensor run_layers(const torch::Tensor& input_ids);
 };
 TRACEABLE(LlamaModel);
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tracetorch/detail/atomic_file.hpp"
+#include "tracetorch/detail/attachments.hpp"
 #include "tracetorch/detail/call.hpp"
 #include "tracetorch/detail/python_json.hpp"
 #include "tracetorch/error.hpp"
@@ -153,11 +154,6 @@ inline int rank_from_environment() {
   const long rank = std::strtol(text, &end, 10);
   if (*end != '\0') throw Error(std::string("tracetorch: RANK=") + text + " is not an integer");
   return static_cast<int>(rank);
-}
-
-inline std::mutex& attachment_mutex() {
-  static std::mutex mutex;
-  return mutex;
 }
 
 /// Records the calls of one model's forward and writes the trace when the root returns.
@@ -320,73 +316,6 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   std::map<const Attachment*, int> call_counts_;
   std::vector<std::filesystem::path> written_files_;
   std::optional<torch::NoGradGuard> no_grad_;
-};
-
-/// Attaches one observer to every traced module of a model; detaches on destruction.
-class AttachmentSet {
- public:
-  AttachmentSet() = default;
-  AttachmentSet(const AttachmentSet&) = delete;
-  AttachmentSet& operator=(const AttachmentSet&) = delete;
-  ~AttachmentSet() { detach(); }
-
-  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
-  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
-    const auto named = root.named_modules("", /*include_self=*/true);
-    std::lock_guard lock(attachment_mutex());
-    attachments_.reserve(named.size());
-    for (const auto& item : named) {
-      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
-      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
-      if (traced == nullptr) {
-        if (!is_container(*item.value())) untraced_.push_back(path);
-        continue;
-      }
-      auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
-      at.observer = &observer;
-      at.module = traced;
-      at.module_path = path;
-      at.is_root = item.key().empty();
-      at.has_children = !item.value()->children().empty();
-      at.next = traced->attachments_.load(std::memory_order_acquire);
-      traced->attachments_.store(&at, std::memory_order_release);
-    }
-  }
-
-  void detach() noexcept {
-    std::lock_guard lock(attachment_mutex());
-    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
-      Attachment& at = **it;
-      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
-      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
-      if (head == &at) {
-        at.module->attachments_.store(at.next, std::memory_order_release);
-        continue;
-      }
-      for (Attachment* p = head; p != nullptr; p = p->next) {
-        if (p->next == &at) {
-          p->next = at.next;
-          break;
-        }
-      }
-    }
-    attachments_.clear();
-  }
-
-  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
-
- private:
-  // Containers have no forward of their own (Python's ModuleList is never called either), so
-  // they are not worth a warning; their elements are checked on their own.
-  static bool is_container(const torch::nn::Module& module) noexcept {
-    return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
-           dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
-           dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
-           dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
-  }
-
-  std::vector<std::unique_ptr<Attachment>> attachments_;
-  std::vector<std::string> untraced_;
 };
 
 /// Only model_addition_debugger makes scopes.

@@ -78,6 +78,8 @@ class Traced : public Impl, public TracedModuleBase {
     return forward(std::forward<A>(args)...);
   }
   std::string_view traced_name() const noexcept override { return Name.view(); }
+  static constexpr std::string_view registered_name = Name.view();
+  using ImplType = Impl;
 };
 
 // One partial specialisation per qualification of a unique `forward`: the traced `forward` has
@@ -96,6 +98,8 @@ class Traced : public Impl, public TracedModuleBase {
       TRACETORCH_DETAIL_FORWARD_BODY(Given, given);                                               \
     }                                                                                             \
     std::string_view traced_name() const noexcept override { return Name.view(); }               \
+    static constexpr std::string_view registered_name = Name.view();                             \
+    using ImplType = Impl;                                                                        \
   }
 
 TRACETORCH_DETAIL_TRACED();
@@ -120,9 +124,18 @@ class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>> {
   }
 };
 
-/// Registration marker found by argument-dependent lookup: `TRACEABLE` declares it beside the
-/// user's class so compile-time checks can tell traced types from plain ones.
-struct traceable_marker {};
+/// Registration marker found by argument-dependent lookup: `TRACEABLE` declares a function
+/// returning it beside the user's Impl class, so compile-time code can go from an Impl type to
+/// its holder (and tell traced types from plain ones).
+template <class Holder>
+struct traceable_tag {
+  using holder = Holder;
+};
+
+template <class T>
+struct is_traceable_tag : std::false_type {};
+template <class H>
+struct is_traceable_tag<traceable_tag<H>> : std::true_type {};
 
 }  // namespace tracetorch::detail
 
@@ -133,10 +146,29 @@ template <class T>
 inline constexpr bool is_traceable_v =
     std::is_base_of_v<detail::TracedModuleBase, T> ||
     requires { requires std::is_base_of_v<detail::TracedModuleBase, typename T::ContainedType>; } ||
-    requires(T* p) {
-      { tracetorch_traceable_marker(p) } -> std::same_as<detail::traceable_marker>;
-    };
+    requires(T* p) { requires detail::is_traceable_tag<decltype(tracetorch_traceable_marker(p))>::value; };
 
+namespace detail {
+
+/// The traced class (`Traced<Impl, Name>`) of a holder, an Impl or a traced class.
+template <class T>
+struct traced_type {
+  using type = typename decltype(tracetorch_traceable_marker(static_cast<T*>(nullptr)))::holder::ContainedType;
+};
+template <class T>
+  requires std::is_base_of_v<TracedModuleBase, T>
+struct traced_type<T> {
+  using type = T;
+};
+template <class T>
+  requires requires { typename T::ContainedType; } && std::is_base_of_v<TracedModuleBase, typename T::ContainedType>
+struct traced_type<T> {
+  using type = typename T::ContainedType;
+};
+template <class T>
+using traced_type_t = typename traced_type<T>::type;
+
+}  // namespace detail
 }  // namespace tracetorch
 
 /// `TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the holder `Name`
@@ -145,9 +177,9 @@ inline constexpr bool is_traceable_v =
 
 /// `TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
 #define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
-  ::tracetorch::detail::traceable_marker tracetorch_traceable_marker(ImplType*);                  \
   class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
    public:                                                                                        \
     using ::tracetorch::detail::TracedHolder<ImplType, #Name>::TracedHolder;                      \
     using Impl = ImplType;                                                                        \
-  }
+  };                                                                                              \
+  ::tracetorch::detail::traceable_tag<Name> tracetorch_traceable_marker(ImplType*)

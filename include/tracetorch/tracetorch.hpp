@@ -4,6 +4,7 @@
 /// `TRACEABLE(Name)` on each module class, `tracetorch::nn::` traced layers, and
 /// `tracetorch::model_addition_debugger` to trace a forward pass.
 
+#include "tracetorch/capture.hpp"
 #include "tracetorch/debugger.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"

@@ -28,6 +28,7 @@ struct Attachment {
   std::string module_path;    // "<Root>.<named_modules path>", computed once at attach time
   bool is_root = false;
   bool has_children = false;  // Python's debugger prints no outputs for modules with children
+  std::size_t tag = 0;        // the observer's own: which of its recorders this is
   Attachment* next = nullptr;
 };
 
