@@ -105,6 +105,25 @@ TRACETORCH_TRACEABLE_IMPL(ToyModel, ToyModelTImpl<ToyAttn>);
 TRACETORCH_TRACEABLE_IMPL(FusedToyModel, ToyModelTImpl<FusedToyAttn>);
 TRACETORCH_TRACEABLE_IMPL(StaticToyModel, ToyModelTImpl<StaticToyAttn>);
 
+/// A model around a ToyModel: both capture; each gets its own collection.
+struct WrapperImpl : torch::nn::Module {
+  static constexpr auto can_record_outputs = tracetorch::output_records(tracetorch::record<"attentions", ToyAttn>());
+  WrapperImpl() {
+    inner = register_module("inner", ToyModel(2, 4));
+    own = register_module("own", ToyAttn());
+  }
+  ToyOutput forward(const torch::Tensor& x, const tracetorch::OutputOptions& options = {}) {
+    return tracetorch::capture_outputs(*this, options, [&] {
+      inner_output = inner->forward(x, options);
+      return ToyOutput{.last_hidden_state = std::get<0>(own->forward(inner_output.last_hidden_state))};
+    });
+  }
+  ToyOutput inner_output;
+  ToyModel inner{nullptr};
+  ToyAttn own{nullptr};
+};
+TRACEABLE(Wrapper);
+
 /// The values every layer computes, recomputed by hand: [input, layer outputs...].
 std::vector<torch::Tensor> manual_hidden_states(ToyModel& model, const torch::Tensor& x) {
   std::vector<torch::Tensor> states{x * 2};
@@ -279,6 +298,16 @@ DOCTEST_TEST_CASE("two threads capturing two models each get their own values") 
   a.join();
   b.join();
   DOCTEST_CHECK(wrong.load() == 0);
+}
+
+DOCTEST_TEST_CASE("nested models each collect their own values") {
+  Wrapper wrapper;
+  const auto out = wrapper(torch::randn({1, 4}), tracetorch::OutputOptions{.output_attentions = true});
+  DOCTEST_REQUIRE(wrapper->inner_output.attentions.has_value());
+  DOCTEST_CHECK(wrapper->inner_output.attentions->size() == 2);  // the inner model's own two
+  DOCTEST_REQUIRE(out.attentions.has_value());
+  DOCTEST_CHECK(out.attentions->size() == 3);  // the outer recorder sees every ToyAttn below it, as hooks would
+  DOCTEST_CHECK(torch::equal((*out.attentions)[0], (*wrapper->inner_output.attentions)[0]));
 }
 
 DOCTEST_TEST_CASE("patch mapping: exact names first, then patterns in registration order") {

@@ -8,8 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <string>
+
+#include <sys/wait.h>
 
 namespace tracetorch_test {
 
@@ -50,6 +54,24 @@ inline std::size_t count_files(const std::filesystem::path& dir) {
   std::size_t n = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) n += entry.is_regular_file() ? 1 : 0;
   return n;
+}
+
+/// What a program printed (stdout and stderr) and its exit code (-1 if it did not exit).
+struct RunResult {
+  int exit_code;
+  std::string output;
+};
+
+/// Runs `program arguments` through the shell and collects its output.
+inline RunResult run_program(const std::string& program, const std::string& arguments) {
+  const std::string command = program + " " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("cannot run " + program);
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
 }  // namespace tracetorch_test

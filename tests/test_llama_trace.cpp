@@ -4,25 +4,10 @@
 
 #include "test_helpers.hpp"
 
-#include <cstdio>
-#include <sys/wait.h>
-
 namespace {
 
-struct RunResult {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-RunResult run_llama_trace(const std::string& arguments) {
-  const std::string command = std::string(TRACETORCH_LLAMA_TRACE) + " " + arguments + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  DOCTEST_REQUIRE(pipe != nullptr);
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+tracetorch_test::RunResult run_llama_trace(const std::string& arguments) {
+  return tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, arguments);
 }
 
 std::string fixture(const std::string& name) { return (tracetorch_test::tiny_llama_dir() / name).string(); }

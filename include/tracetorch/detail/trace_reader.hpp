@@ -1,0 +1,327 @@
+#pragma once
+// Reading a model addition debugger trace (<Root>_debug_tree_FULL_TENSORS.json, written by
+// tracetorch or by transformers in Python) into a flat list of module calls, each with its
+// tensors and other values in execution order. No LibTorch here: the parser is pure (JSON
+// text in, structs out), so the trace fuzzer can run it without the tensor library.
+
+#include <boost/json.hpp>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "tracetorch/error.hpp"
+
+namespace tracetorch::detail {
+
+/// One value recorded for a module call: a tensor, or any other value (None, a number, a string).
+struct TraceSlot {
+  std::string location;  ///< "inputs.args.0", "inputs.kwargs.mask", "outputs", "outputs.1"
+  std::size_t order = 0;  ///< position in the execution order of the whole trace
+  bool is_tensor = false;
+  // A tensor:
+  std::vector<std::int64_t> shape;
+  std::string dtype;                 ///< as written, "torch.float32"
+  std::string file;                  ///< use_repr=false: the value, "./<stem>.safetensors"
+  std::vector<std::string> lines;    ///< use_repr=true: the lines of Python's print(tensor)
+  std::map<std::string, std::string> stats;  ///< mean/std/min/max as written, "tensor(-5.1862e-03)"
+  // Anything else: its JSON text.
+  std::string text;
+};
+
+/// One module call; `inputs` are recorded when it starts, `outputs` when it returns (after
+/// the calls it made), which is what `order` in the slots reflects.
+struct TraceCall {
+  std::string module_path;
+  std::size_t depth = 0;       ///< 0 for the root
+  std::size_t exit_order = 0;  ///< order just after its outputs: where its last event lies
+  std::vector<TraceSlot> inputs, outputs;
+};
+
+struct Trace {
+  std::filesystem::path json_file;
+  std::filesystem::path dir;  ///< where "./<stem>.safetensors" values are found
+  std::vector<TraceCall> calls;  ///< in the order the calls started (pre-order of the tree)
+  std::size_t file_tensors = 0, printed_tensors = 0;
+};
+
+/// Deeper JSON than this is refused: it bounds the recursion of the walk (a real trace is a
+/// dozen levels deep).
+inline constexpr std::size_t kTraceMaxDepth = 256;
+
+class TraceParser {
+ public:
+  explicit TraceParser(std::string_view file) : file_(file) {}
+
+  [[noreturn]] void fail(const std::string& cause) const { throw Error("tracetorch: " + std::string(file_) + ": " + cause); }
+
+  Trace parse(std::string_view text) {
+    boost::json::parse_options options;
+    options.max_depth = kTraceMaxDepth;
+    boost::json::error_code ec;
+    boost::json::monotonic_resource resource;
+    const boost::json::value root = boost::json::parse(boost::json::string_view(text.data(), text.size()), ec, &resource, options);
+    if (ec) fail("not valid JSON: " + ec.message());
+    Trace trace;
+    node(root, "the top level", 0, trace);
+    return trace;
+  }
+
+ private:
+  void node(const boost::json::value& value, const std::string& where, std::size_t depth, Trace& trace) {
+    const auto* object = value.if_object();
+    if (object == nullptr) fail(where + " is not a JSON object (a module call node)");
+    const auto* path = object->if_contains("module_path");
+    if (path == nullptr || !path->is_string()) fail(where + " has no \"module_path\" string");
+    const std::size_t index = trace.calls.size();
+    trace.calls.emplace_back();
+    trace.calls[index].module_path = std::string(path->get_string());
+    trace.calls[index].depth = depth;
+    const std::string call = "module " + trace.calls[index].module_path;
+    if (const auto* inputs = object->if_contains("inputs")) {
+      std::vector<TraceSlot> slots;
+      values(*inputs, "inputs", call, 0, slots, trace);
+      trace.calls[index].inputs = std::move(slots);
+    }
+    if (const auto* children = object->if_contains("children")) {
+      const auto* array = children->if_array();
+      if (array == nullptr) fail(call + ": \"children\" is not a list");
+      for (std::size_t i = 0; i < array->size(); ++i) {
+        node((*array)[i], call + " children[" + std::to_string(i) + "]", depth + 1, trace);
+      }
+    }
+    if (const auto* outputs = object->if_contains("outputs")) {
+      std::vector<TraceSlot> slots;
+      values(*outputs, "outputs", call, 0, slots, trace);
+      trace.calls[index].outputs = std::move(slots);
+    }
+    trace.calls[index].exit_order = next_order_++;
+  }
+
+  void values(const boost::json::value& value, const std::string& location, const std::string& call, std::size_t depth,
+              std::vector<TraceSlot>& out, Trace& trace) {
+    if (depth > kTraceMaxDepth) fail(call + " " + location + ": nested too deeply");
+    if (const auto* object = value.if_object()) {
+      if (object->contains("shape") && object->contains("dtype")) {
+        out.push_back(tensor(*object, location, call, trace));
+        return;
+      }
+      for (const auto& [key, item] : *object) values(item, location + "." + std::string(key), call, depth + 1, out, trace);
+    } else if (const auto* array = value.if_array()) {
+      for (std::size_t i = 0; i < array->size(); ++i) {
+        values((*array)[i], location + "." + std::to_string(i), call, depth + 1, out, trace);
+      }
+    } else {
+      TraceSlot slot;
+      slot.location = location;
+      slot.order = next_order_++;
+      slot.text = boost::json::serialize(value);
+      out.push_back(std::move(slot));
+    }
+  }
+
+  TraceSlot tensor(const boost::json::object& object, const std::string& location, const std::string& call, Trace& trace) {
+    const std::string where = call + " " + location;
+    TraceSlot slot;
+    slot.location = location;
+    slot.order = next_order_++;
+    slot.is_tensor = true;
+    const auto* shape = object.at("shape").if_string();
+    const auto* dtype = object.at("dtype").if_string();
+    if (shape == nullptr || dtype == nullptr) fail(where + ": \"shape\" and \"dtype\" must be strings");
+    if (!parse_shape(std::string_view(*shape), slot.shape)) {
+      fail(where + ": shape " + std::string(*shape).substr(0, 80) + " is not torch.Size([d0, d1, ...])");
+    }
+    if (!dtype->starts_with("torch.") || dtype->size() > 64) {
+      fail(where + ": dtype " + std::string(*dtype).substr(0, 80) + " is not torch.<name>");
+    }
+    slot.dtype = std::string(*dtype);
+    for (const char* key : {"mean", "std", "min", "max"}) {
+      if (const auto* stat = object.if_contains(key); stat != nullptr && stat->is_string()) {
+        slot.stats.emplace(key, std::string(stat->get_string()));
+      }
+    }
+    const auto* value = object.if_contains("value");
+    if (value == nullptr) {
+      fail(where + ": tensor has no \"value\" (a _SUMMARY.json has none: give the _FULL_TENSORS.json)");
+    }
+    if (const auto* file = value->if_string()) {
+      if (!is_safe_relative_file(std::string_view(*file))) {
+        fail(where + ": value " + std::string(*file).substr(0, 120) +
+             " is not a .safetensors file inside the trace directory (./<name>.safetensors)");
+      }
+      slot.file = std::string(*file);
+      ++trace.file_tensors;
+    } else if (const auto* lines = value->if_array()) {
+      for (const auto& line : *lines) {
+        if (!line.is_string()) fail(where + ": value is a list but not of printed lines (strings)");
+        slot.lines.emplace_back(line.get_string());
+      }
+      ++trace.printed_tensors;
+    } else {
+      fail(where + ": value is neither a list of printed lines nor a ./<name>.safetensors path");
+    }
+    return slot;
+  }
+
+  /// A value must name a file in the trace directory: relative, no "..", no directories
+  /// (the debugger writes "./<stem>.safetensors"), so a trace cannot make the tool read
+  /// files elsewhere.
+  static bool is_safe_relative_file(std::string_view value) {
+    if (value.starts_with("./")) value.remove_prefix(2);
+    if (value.empty() || !value.ends_with(".safetensors")) return false;
+    if (value.find('/') != std::string_view::npos || value.find('\0') != std::string_view::npos) return false;
+    return value != ".." && value != ".";
+  }
+
+  std::string_view file_;
+  std::size_t next_order_ = 0;
+
+ public:
+  /// "torch.Size([2, 7, 64])" -> {2, 7, 64}; "torch.Size([])" -> {}.
+  static bool parse_shape(std::string_view text, std::vector<std::int64_t>& shape) {
+    constexpr std::string_view prefix = "torch.Size([", suffix = "])";
+    if (!text.starts_with(prefix) || !text.ends_with(suffix) || text.size() < prefix.size() + suffix.size()) return false;
+    text = text.substr(prefix.size(), text.size() - prefix.size() - suffix.size());
+    shape.clear();
+    while (!text.empty()) {
+      std::int64_t dim = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), dim);
+      if (ec != std::errc() || dim < 0) return false;
+      shape.push_back(dim);
+      text.remove_prefix(static_cast<std::size_t>(end - text.data()));
+      if (text.empty()) break;
+      if (!text.starts_with(", ") || text.size() == 2) return false;
+      text.remove_prefix(2);
+    }
+    return true;
+  }
+};
+
+/// A number read from Python's print of a tensor, with the uncertainty of its printed form:
+/// half a unit in its last printed digit (0 for integers and integer-valued floats).
+struct PrintedNumber {
+  double value = 0;
+  double half_unit = 0;
+};
+
+/// The numbers in the printed lines of one tensor (`tensor([[ 1.2345e-01, ...]])`), in print
+/// order; summarised prints ("...") hold only the edge items. Text after the values
+/// (`dtype=torch.float64`, `size=(0, 3)`) is skipped. Returns false for text that is not a
+/// printed tensor.
+inline bool parse_printed_numbers(const std::vector<std::string>& lines, std::vector<PrintedNumber>& out) {
+  std::string text;
+  for (const auto& line : lines) text += line, text += '\n';
+  std::string_view body(text);
+  if (!body.starts_with("tensor(")) return false;
+  body.remove_prefix(7);
+  // The values end where the first keyword argument (", dtype=", ", size=", ...) begins.
+  if (const auto equals = body.find('='); equals != std::string_view::npos) {
+    const auto comma = body.rfind(',', equals);
+    if (comma == std::string_view::npos) return false;
+    body = body.substr(0, comma);
+  }
+  out.clear();
+  std::size_t i = 0;
+  const auto is_digit = [&](std::size_t k) { return k < body.size() && body[k] >= '0' && body[k] <= '9'; };
+  while (i < body.size()) {
+    const char c = body[i];
+    if (c == ' ' || c == '\n' || c == '[' || c == ']' || c == ',' || c == ')') {
+      ++i;
+      continue;
+    }
+    if (body.substr(i, 3) == "...") {
+      i += 3;
+      continue;
+    }
+    bool negative = false;
+    std::size_t start = i;
+    if (c == '-' || c == '+') negative = c == '-', ++start;
+    const std::string_view rest = body.substr(start);
+    const auto word = [&](std::string_view w) { return rest.starts_with(w); };
+    if (word("inf") || word("nan") || word("True") || word("False")) {
+      const std::size_t length = word("inf") || word("nan") ? 3 : word("True") ? 4 : 5;
+      double v = word("inf") ? HUGE_VAL : word("nan") ? std::nan("") : word("True") ? 1.0 : 0.0;
+      out.push_back({negative ? -v : v, 0.0});
+      i = start + length;
+      continue;
+    }
+    std::size_t k = start;
+    while (is_digit(k)) ++k;
+    if (k == start) return false;
+    std::size_t fraction_digits = 0;
+    bool has_point = false;
+    if (k < body.size() && body[k] == '.') {
+      has_point = true;
+      ++k;
+      while (is_digit(k)) ++k, ++fraction_digits;
+    }
+    long exponent = 0;
+    if (k < body.size() && (body[k] == 'e' || body[k] == 'E')) {
+      std::size_t e = k + 1;
+      if (e < body.size() && (body[e] == '+' || body[e] == '-')) ++e;
+      if (!is_digit(e)) return false;
+      const auto [end, ec] = std::from_chars(body.data() + (body[k + 1] == '+' ? k + 2 : k + 1), body.data() + body.size(), exponent);
+      if (ec != std::errc()) return false;
+      k = static_cast<std::size_t>(end - body.data());
+    }
+    double v = 0;
+    const auto [end, ec] = std::from_chars(body.data() + start, body.data() + k, v);
+    if (ec == std::errc::result_out_of_range) {
+      v = HUGE_VAL;  // a printed value beyond double's range: still a number, compared as inf
+    } else if (ec != std::errc() || end != body.data() + k) {
+      return false;
+    }
+    double half_unit = 0;
+    if (has_point && fraction_digits > 0) {
+      half_unit = 0.5 * std::pow(10.0, static_cast<double>(exponent) - static_cast<double>(fraction_digits));
+    }
+    out.push_back({negative ? -v : v, half_unit});
+    i = k;
+  }
+  return true;
+}
+
+/// Reads and parses the trace JSON at `json_file` (already resolved).
+inline Trace parse_trace_file(const std::filesystem::path& json_file) {
+  std::ifstream in(json_file, std::ios::binary);
+  if (!in) throw Error("tracetorch: " + json_file.string() + ": cannot open: " + std::strerror(errno));
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw Error("tracetorch: " + json_file.string() + ": cannot read");
+  Trace trace = TraceParser(json_file.string()).parse(text);
+  trace.json_file = json_file;
+  trace.dir = json_file.parent_path();
+  return trace;
+}
+
+/// A trace directory holds exactly one <Root>_debug_tree_FULL_TENSORS.json; a file is taken as is.
+inline std::filesystem::path resolve_trace_path(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw Error("tracetorch: " + path.string() + ": no such file or directory");
+  if (!std::filesystem::is_directory(status)) return path;
+  constexpr std::string_view suffix = "_debug_tree_FULL_TENSORS.json";
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    if (entry.path().filename().string().ends_with(suffix)) found.push_back(entry.path());
+  }
+  if (ec) throw Error("tracetorch: " + path.string() + ": cannot list the directory: " + ec.message());
+  if (found.empty()) throw Error("tracetorch: " + path.string() + ": no *" + std::string(suffix) + " in this directory");
+  if (found.size() > 1) {
+    throw Error("tracetorch: " + path.string() + ": several *" + std::string(suffix) + " (" + found[0].filename().string() +
+                ", " + found[1].filename().string() + "): name the file");
+  }
+  return found[0];
+}
+
+}  // namespace tracetorch::detail

@@ -1,0 +1,441 @@
+// include/tracetorch/diff.hpp and tools/tracetorch_diff.cpp: comparing two traces, naming the
+// first divergence. Fixtures: tests/data/tiny_llama (Python reference traces) and
+// tests/data/diff/{eps_layer2,rope_sign} (the same model and inputs with a planted bug,
+// made by the Python reference; see tests/data/diff/README.md).
+
+#include <doctest/doctest.h>
+
+#include <tracetorch/diff.hpp>
+
+#include "llama/llama.hpp"
+#include "test_helpers.hpp"
+
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+
+namespace {
+
+namespace fs = std::filesystem;
+using tracetorch_test::TempDir;
+
+fs::path tiny() { return tracetorch_test::tiny_llama_dir(); }
+fs::path planted(const std::string& bug) { return tracetorch_test::data_dir() / "diff" / bug; }
+
+/// Traces the C++ port of the fixture model into `dir`; `plant` may change the model first.
+void trace_cpp(const fs::path& dir, bool use_repr, const std::function<void(llama::LlamaModel&)>& plant = {}) {
+  const auto config = llama::LlamaConfig::from_json_file(tiny() / "config.json");
+  llama::LlamaModel model(config);
+  llama::load_state_dict(*model, tiny() / "model.safetensors");
+  model->eval();
+  if (plant) plant(model);
+  const auto ids = tracetorch::safetensors::load_single(tiny() / "input_ids.safetensors", "input_ids");
+  auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir, .do_prune_layers = false, .use_repr = use_repr});
+  model(ids);  // through the holder: forward's default arguments apply
+}
+
+llama::LlamaDecoderLayerImpl& layer(llama::LlamaModel& model, std::size_t i) {
+  return *model->layers[i]->as<llama::LlamaDecoderLayerImpl>();
+}
+
+#ifdef TRACETORCH_DIFF
+tracetorch_test::RunResult run_diff(const std::string& arguments) {
+  return tracetorch_test::run_program(TRACETORCH_DIFF, arguments);
+}
+#endif
+
+std::string first_divergence(const tracetorch::DiffReport& report) {
+  if (!report.first_divergence) return "none";
+  return report.tensors[*report.first_divergence].where();
+}
+
+/// Everything before the first divergence agrees, and something after it was compared too.
+void check_clean_before_first_divergence(const tracetorch::DiffReport& report) {
+  DOCTEST_REQUIRE(report.first_divergence.has_value());
+  for (std::size_t i = 0; i < *report.first_divergence; ++i) DOCTEST_CHECK(!report.tensors[i].diverges());
+  DOCTEST_CHECK(report.only_in_reference.empty());
+  DOCTEST_CHECK(report.only_in_candidate.empty());
+}
+
+/// A one-module trace "M" with an input tensor and an output tensor, stored as safetensors files.
+void write_small_trace(const fs::path& dir, const torch::Tensor& input, const torch::Tensor& output,
+                       const std::string& root = "M") {
+  fs::create_directories(dir);
+  tracetorch::safetensors::save(dir / (root + ".leaf_inputs_args_0.safetensors"), input);
+  tracetorch::safetensors::save(dir / (root + ".leaf_outputs.safetensors"), output);
+  const auto tensor_json = [&](const torch::Tensor& t, const std::string& stem) {
+    return boost::json::object{{"shape", tracetorch::python_shape_repr(t.sizes())},
+                               {"dtype", tracetorch::python_dtype_repr(t.scalar_type())},
+                               {"value", "./" + stem + ".safetensors"}};
+  };
+  boost::json::object leaf{{"module_path", root + ".leaf"},
+                           {"inputs", {{"args", boost::json::array{tensor_json(input, root + ".leaf_inputs_args_0")}}}},
+                           {"outputs", tensor_json(output, root + ".leaf_outputs")}};
+  boost::json::object top{{"module_path", root}, {"inputs", {{"args", boost::json::array{}}}},
+                          {"children", boost::json::array{leaf}}};
+  std::ofstream(dir / (root + "_debug_tree_FULL_TENSORS.json")) << boost::json::serialize(top);
+}
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+/// Copies a trace directory so that one file of it can be spoiled.
+fs::path copy_trace(const fs::path& from, const fs::path& to) {
+  fs::copy(from, to, fs::copy_options::recursive);
+  return to;
+}
+
+}  // namespace
+
+DOCTEST_TEST_SUITE("diff") {
+
+DOCTEST_TEST_CASE("the C++ port's trace matches the Python reference trace, tensors and printed values") {
+  TempDir dir;
+  trace_cpp(dir / "st", /*use_repr=*/false);
+  const auto report = tracetorch::diff_traces(tiny() / "trace_st", dir / "st");
+  DOCTEST_INFO(report.text(true));
+  DOCTEST_CHECK(report.within_tolerance());
+  DOCTEST_CHECK(report.reference_values == "safetensors");
+  DOCTEST_CHECK(report.candidate_values == "safetensors");
+  DOCTEST_CHECK(report.reference_calls == 56);
+  DOCTEST_CHECK(report.candidate_calls == 56);
+  DOCTEST_CHECK(!report.precision_limited());
+  std::size_t compared = 0;
+  for (const auto& t : report.tensors) {
+    if (t.is_tensor && t.compared > 0) ++compared;
+    DOCTEST_CHECK(t.cosine_similarity > 0.999999);
+  }
+  DOCTEST_CHECK(compared == 125);  // every tensor of the trace, with its data
+  DOCTEST_CHECK(report.text().find("no divergence: all 125 tensors within tolerance") != std::string::npos);
+
+  trace_cpp(dir / "repr", /*use_repr=*/true);
+  const auto printed = tracetorch::diff_traces(tiny() / "trace_repr", dir / "repr");
+  DOCTEST_INFO(printed.text());
+  DOCTEST_CHECK(printed.within_tolerance());
+  DOCTEST_CHECK(printed.precision_limited());
+  DOCTEST_CHECK(printed.text().find("precision is limited to the printed digits") != std::string::npos);
+
+  // One side printed, the other as files: the file's tensor is printed as Python prints it.
+  DOCTEST_CHECK(tracetorch::diff_traces(tiny() / "trace_repr", dir / "st").within_tolerance());
+
+#ifdef TRACETORCH_DIFF
+  const auto result = run_diff((tiny() / "trace_st").string() + " " + (dir / "st").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 0);
+  DOCTEST_CHECK(result.output.find("no divergence") != std::string::npos);
+  DOCTEST_CHECK(result.output.find("\r") == std::string::npos);  // no progress line into a pipe
+#endif
+}
+
+DOCTEST_TEST_CASE("planted Python bugs: the first divergence is the module the bug changes") {
+  // make_fixture.py --bug eps_layer2: layers.2.post_attention_layernorm has epsilon 1e-1.
+  auto report = tracetorch::diff_traces(tiny() / "trace_st", planted("eps_layer2"));
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.layers.2.post_attention_layernorm outputs");
+  check_clean_before_first_divergence(report);
+  const auto& eps = report.tensors[*report.first_divergence];
+  DOCTEST_CHECK(eps.status == tracetorch::DiffStatus::out_of_tolerance);
+  DOCTEST_CHECK(eps.out_of_tolerance > 0);
+  DOCTEST_CHECK(eps.compared == 2 * 7 * 64);
+
+  // --bug rope_sign: rotate_half's sign flipped. The rotation happens inside the attention,
+  // between the projections and o_proj, so o_proj's input is the first recorded tensor it changes.
+  report = tracetorch::diff_traces(tiny() / "trace_st", planted("rope_sign"));
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.layers.0.self_attn.o_proj inputs.args.0");
+  check_clean_before_first_divergence(report);
+
+  // Against printed values too (precision-limited, but a real bug is far above it).
+  report = tracetorch::diff_traces(tiny() / "trace_repr", planted("eps_layer2"));
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.layers.2.post_attention_layernorm outputs");
+  check_clean_before_first_divergence(report);
+
+#ifdef TRACETORCH_DIFF
+  const auto result = run_diff((tiny() / "trace_st").string() + " " + planted("rope_sign").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 1);
+  DOCTEST_CHECK(result.output.find("\nfirst divergence: LlamaModel.layers.0.self_attn.o_proj inputs.args.0\n") !=
+                std::string::npos);
+  DOCTEST_CHECK(result.output.find("worst modules:") != std::string::npos);
+#endif
+}
+
+DOCTEST_TEST_CASE("planted C++ bugs: a wrong epsilon, swapped projection weights") {
+  TempDir dir;
+  // A port that reads rms_norm_eps wrongly in one layer.
+  trace_cpp(dir / "eps", false, [](llama::LlamaModel& m) { layer(m, 1).input_layernorm->variance_epsilon = 1e-2; });
+  auto report = tracetorch::diff_traces(tiny() / "trace_st", dir / "eps");
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.layers.1.input_layernorm outputs");
+  check_clean_before_first_divergence(report);
+
+  // A port that maps gate_proj's weights to up_proj and back in the last layer.
+  trace_cpp(dir / "swap", false, [](llama::LlamaModel& m) {
+    torch::NoGradGuard no_grad;
+    auto& mlp = *layer(m, 3).mlp;
+    const auto gate = mlp.gate_proj->weight.clone();
+    mlp.gate_proj->weight.copy_(mlp.up_proj->weight);
+    mlp.up_proj->weight.copy_(gate);
+  });
+  report = tracetorch::diff_traces(tiny() / "trace_st", dir / "swap");
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.layers.3.mlp.gate_proj outputs");
+  check_clean_before_first_divergence(report);
+  // The worst-modules table: diverging modules first; gate_proj's input is fine, its output not.
+  const auto modules = report.modules();
+  bool seen_clean = false;
+  for (const auto& m : modules) {
+    if (m.diverging == 0) seen_clean = true;
+    DOCTEST_CHECK(!(seen_clean && m.diverging > 0));
+    if (m.module_path == "LlamaModel.layers.3.mlp.gate_proj") DOCTEST_CHECK((m.tensors == 2 && m.diverging == 1));
+    if (m.module_path.starts_with("LlamaModel.layers.2.")) DOCTEST_CHECK(m.diverging == 0);
+  }
+}
+
+DOCTEST_TEST_CASE("malformed or unreadable input: exit 2 and the file named") {
+  TempDir dir;
+  const auto check_error = [](const fs::path& ref, const fs::path& cand, const std::string& needle) {
+    std::string message;
+    try {
+      tracetorch::diff_traces(ref, cand);
+    } catch (const tracetorch::Error& e) {
+      message = e.what();
+    }
+    DOCTEST_INFO(message);
+    DOCTEST_CHECK(message.find(needle) != std::string::npos);
+  };
+  const fs::path st = tiny() / "trace_st";
+  check_error(st, dir / "missing", (dir / "missing").string() + ": no such file or directory");
+  fs::create_directories(dir / "empty");
+  check_error(st, dir / "empty", "no *_debug_tree_FULL_TENSORS.json");
+
+  const auto json = dir / "bad" / "X_debug_tree_FULL_TENSORS.json";
+  fs::create_directories(json.parent_path());
+  write_text(json, "{\"module_path\": \"X\", \"inputs\": ");
+  check_error(st, json, json.string() + ": not valid JSON");
+  write_text(json, R"js({"module_path": "X", "inputs": {"args": [{"shape": "torch.Size([2])", "dtype": "torch.float32",
+                     "value": "../../etc/passwd.safetensors"}]}})js");
+  check_error(st, json.parent_path(), "is not a .safetensors file inside the trace directory");
+  write_text(json, R"js({"module_path": "X", "inputs": {"args": [{"shape": "torch.Size([2, x])", "dtype": "torch.float32",
+                     "value": "./a.safetensors"}]}})js");
+  check_error(st, json, "shape torch.Size([2, x]) is not torch.Size");
+  write_text(json, R"({"inputs": {}})");
+  check_error(json, st, json.string() + ": the top level has no \"module_path\"");
+  check_error(tiny() / "trace_repr" / "LlamaModel_debug_tree_SUMMARY.json", st, "a _SUMMARY.json has none");
+
+  // A tensor file cut short, one that is not safetensors, one that holds another shape.
+  const auto cut = copy_trace(tiny() / "trace_st", dir / "cut");
+  const auto victim = cut / "LlamaModel.layers.1.mlp.up_proj_outputs.safetensors";
+  fs::resize_file(victim, fs::file_size(victim) - 4);
+  check_error(st, cut, victim.string() + ": ");
+  write_text(victim, "not a safetensors file");
+  check_error(st, cut, victim.string() + ": ");
+  tracetorch::safetensors::save(victim, torch::zeros({3}));
+  check_error(st, cut, victim.string() + ": holds shape [3] but");
+  fs::remove(victim);
+  check_error(st, cut, victim.string() + ": cannot open");
+
+#ifdef TRACETORCH_DIFF
+  auto result = run_diff(st.string() + " " + cut.string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find(victim.string()) != std::string::npos);
+  result = run_diff(st.string() + " " + json.string());
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find(json.string()) != std::string::npos);
+  result = run_diff(st.string());
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find("usage:") != std::string::npos);
+  result = run_diff(st.string() + " " + st.string() + " --map 'no arrow'");
+  DOCTEST_CHECK(result.exit_code == 2);
+  result = run_diff(st.string() + " " + st.string() + " --atol -1");
+  DOCTEST_CHECK(result.exit_code == 2);
+#endif
+}
+
+DOCTEST_TEST_CASE("--map renames module paths before alignment") {
+  TempDir dir;
+  // A port whose blocks are called Model.blocks.N: the same trace with other module paths.
+  const auto renamed = copy_trace(tiny() / "trace_st", dir / "renamed");
+  const auto json_file = renamed / "LlamaModel_debug_tree_FULL_TENSORS.json";
+  std::string text = tracetorch_test::read_file(json_file);
+  const std::string from = "\"module_path\": \"LlamaModel.layers.", to = "\"module_path\": \"Model.blocks.";
+  std::size_t replaced = 0;
+  for (std::size_t at = 0; (at = text.find(from, at)) != std::string::npos; ++replaced) text.replace(at, from.size(), to);
+  DOCTEST_REQUIRE(replaced > 40);
+  write_text(json_file, text);
+
+  auto report = tracetorch::diff_traces(tiny() / "trace_st", renamed);
+  DOCTEST_CHECK(!report.within_tolerance());
+  DOCTEST_CHECK(report.only_in_reference.size() == replaced);
+  DOCTEST_CHECK(report.only_in_candidate.size() == replaced);
+  DOCTEST_CHECK(std::count(report.only_in_candidate.begin(), report.only_in_candidate.end(), "Model.blocks.2.mlp.up_proj") == 1);
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.layers.0 inputs.args.0");
+  DOCTEST_CHECK(report.tensors[*report.first_divergence].status == tracetorch::DiffStatus::only_in_reference);
+
+  tracetorch::DiffOptions options;
+  options.renames.push_back(tracetorch::PathRename::parse(R"(^Model\.blocks\.(\d+)=>LlamaModel.layers.$1)"));
+  report = tracetorch::diff_traces(tiny() / "trace_st", renamed, options);
+  DOCTEST_INFO(report.text());
+  DOCTEST_CHECK(report.within_tolerance());
+  DOCTEST_CHECK(report.only_in_candidate.empty());
+
+  DOCTEST_CHECK_THROWS_AS(tracetorch::PathRename::parse("no arrow"), tracetorch::Error);
+  DOCTEST_CHECK_THROWS_AS(tracetorch::PathRename::parse("(unclosed=>x"), tracetorch::Error);
+
+#ifdef TRACETORCH_DIFF
+  const auto result = run_diff((tiny() / "trace_st").string() + " " + renamed.string() +
+                               R"( --map '^Model\.blocks\.=>LlamaModel.layers.')");
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 0);
+#endif
+}
+
+DOCTEST_TEST_CASE("tolerance, errors and cosine of one tensor pair, and structural mismatches") {
+  TempDir dir;
+  const auto b = torch::tensor({1.0f, -2.0f, 0.0f, 4.0f});
+  write_small_trace(dir / "ref", torch::ones({2}), b);
+  // |a-b| = 1e-5, 3e-4, 2e-5, 0: with atol 1e-5 and rtol 1e-4 the tolerances are 1.1e-5, 2.1e-5, 1e-5, 4.1e-5.
+  const auto a = torch::tensor({1.0f + 1e-5f, -2.0f + 3e-4f, 2e-5f, 4.0f});
+  write_small_trace(dir / "cand", torch::ones({2}), a);
+  auto report = tracetorch::diff_traces(dir / "ref", dir / "cand");
+  DOCTEST_REQUIRE(report.tensors.size() == 2);
+  DOCTEST_CHECK(first_divergence(report) == "M.leaf outputs");
+  const auto& t = report.tensors[1];
+  DOCTEST_CHECK(t.out_of_tolerance == 2);  // -2 and 0
+  DOCTEST_CHECK(t.compared == 4);
+  const double expected_abs = (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+  DOCTEST_CHECK(t.max_abs_error == doctest::Approx(expected_abs));
+  DOCTEST_CHECK(std::isinf(t.max_rel_error));  // 2e-5 against 0
+  const double cosine =
+      torch::cosine_similarity(a.to(torch::kDouble), b.to(torch::kDouble), 0).item<double>();
+  DOCTEST_CHECK(t.cosine_similarity == doctest::Approx(cosine));
+  // Looser tolerances accept it.
+  report = tracetorch::diff_traces(dir / "ref", dir / "cand", {.atol = 1e-4, .rtol = 2e-4});
+  DOCTEST_CHECK(report.within_tolerance());
+
+  // Shape and dtype mismatches, and NaN/inf handling (NaN matches NaN, inf matches inf).
+  write_small_trace(dir / "shape", torch::ones({3}), b);
+  report = tracetorch::diff_traces(dir / "ref", dir / "shape");
+  DOCTEST_CHECK(report.tensors[0].status == tracetorch::DiffStatus::shape_mismatch);
+  DOCTEST_CHECK(first_divergence(report) == "M.leaf inputs.args.0");
+  write_small_trace(dir / "dtype", torch::ones({2}, torch::kDouble), b);
+  report = tracetorch::diff_traces(dir / "ref", dir / "dtype");
+  DOCTEST_CHECK(report.tensors[0].status == tracetorch::DiffStatus::dtype_mismatch);
+  const auto special = torch::tensor({NAN, INFINITY, -INFINITY, 1.0f});
+  write_small_trace(dir / "nan_ref", torch::ones({2}), special);
+  write_small_trace(dir / "nan_cand", torch::ones({2}), special.clone());
+  DOCTEST_CHECK(tracetorch::diff_traces(dir / "nan_ref", dir / "nan_cand").within_tolerance());
+  write_small_trace(dir / "nan_other", torch::ones({2}), torch::tensor({1.0f, INFINITY, -INFINITY, 1.0f}));
+  report = tracetorch::diff_traces(dir / "nan_ref", dir / "nan_other");
+  DOCTEST_CHECK(report.tensors[1].out_of_tolerance == 1);
+  DOCTEST_CHECK(report.json()["tensors"].as_array()[1].at("max_abs_error") == "nan");
+
+  // A module on one side only.
+  write_small_trace(dir / "other_root", torch::ones({2}), b, "N");
+  report = tracetorch::diff_traces(dir / "ref", dir / "other_root");
+  DOCTEST_CHECK((report.only_in_reference == std::vector<std::string>{"M", "M.leaf"}));
+  DOCTEST_CHECK((report.only_in_candidate == std::vector<std::string>{"N", "N.leaf"}));
+}
+
+DOCTEST_TEST_CASE("calls are aligned by call order: the k-th call of a path meets the k-th") {
+  TempDir dir;
+  const auto trace = [&](const std::string& name, const std::vector<std::string>& calls, boost::json::value output = nullptr) {
+    boost::json::array children;
+    for (const auto& value : calls) {
+      boost::json::object tensor{{"shape", "torch.Size([2])"}, {"dtype", "torch.float32"}, {"value", boost::json::array{value}}};
+      boost::json::object inputs{{"args", boost::json::array{tensor}}};
+      children.push_back(boost::json::object{{"module_path", "M.act"}, {"inputs", inputs}, {"outputs", output}});
+    }
+    fs::create_directories(dir / name);
+    write_text(dir / name / "M_debug_tree_FULL_TENSORS.json",
+               boost::json::serialize(boost::json::object{{"module_path", "M"}, {"inputs", boost::json::object{}},
+                                                          {"children", children}}));
+    return dir / name;
+  };
+  const auto ref = trace("ref", {"tensor([1.0000e+00, 2.0000e+00])", "tensor([3.0000e+00, 4.0000e+00])"});
+  auto report = tracetorch::diff_traces(ref, trace("same", {"tensor([1.0000e+00, 2.0000e+00])", "tensor([3.0000e+00, 4.0001e+00])"}));
+  DOCTEST_INFO(report.text(true));
+  DOCTEST_CHECK(report.within_tolerance());  // 4.0001 vs 4: within rtol 1e-4 plus the printed half units
+  report = tracetorch::diff_traces(ref, trace("second", {"tensor([1.0000e+00, 2.0000e+00])", "tensor([3.0000e+00, 4.1000e+00])"}));
+  DOCTEST_CHECK(first_divergence(report) == "M.act inputs.args.0 (call 2)");
+  DOCTEST_CHECK(report.tensors[*report.first_divergence].printed);
+  report = tracetorch::diff_traces(ref, trace("three", {"tensor([1.0000e+00, 2.0000e+00])", "tensor([3.0000e+00, 4.0000e+00])",
+                                                         "tensor([5.0000e+00, 6.0000e+00])"}));
+  DOCTEST_CHECK((report.only_in_candidate == std::vector<std::string>{"M.act (call 3)"}));
+  DOCTEST_CHECK(report.tensors.back().status == tracetorch::DiffStatus::only_in_candidate);
+  // A non-tensor value that differs (null against 3) diverges too.
+  report = tracetorch::diff_traces(ref, trace("value", {"tensor([1.0000e+00, 2.0000e+00])", "tensor([3.0000e+00, 4.0000e+00])"}, 3));
+  DOCTEST_CHECK(first_divergence(report) == "M.act outputs");
+  DOCTEST_CHECK(report.tensors[*report.first_divergence].status == tracetorch::DiffStatus::value_mismatch);
+}
+
+DOCTEST_TEST_CASE("printed numbers: values, their precision, and the keyword suffix") {
+  std::vector<tracetorch::detail::PrintedNumber> n;
+  DOCTEST_REQUIRE(tracetorch::detail::parse_printed_numbers(
+      {"tensor([[-1.2345e-01,  2.0000e+00,  ...,  inf],", "        [ nan, -inf,  3.5000e+03,  1.0000e-05]], dtype=torch.float64)"}, n));
+  DOCTEST_REQUIRE(n.size() == 7);
+  DOCTEST_CHECK(n[0].value == doctest::Approx(-0.12345));
+  DOCTEST_CHECK(n[0].half_unit == doctest::Approx(0.5e-5));
+  DOCTEST_CHECK(std::isinf(n[2].value));
+  DOCTEST_CHECK(std::isnan(n[3].value));
+  DOCTEST_CHECK(n[5].value == 3500.0);
+  DOCTEST_CHECK(n[5].half_unit == doctest::Approx(0.05));
+  DOCTEST_REQUIRE(tracetorch::detail::parse_printed_numbers({"tensor([[1, 2],", "        [3, 4]])"}, n));
+  DOCTEST_CHECK(n.size() == 4);
+  DOCTEST_CHECK(n[3].half_unit == 0);
+  DOCTEST_REQUIRE(tracetorch::detail::parse_printed_numbers({"tensor([ True, False])"}, n));
+  DOCTEST_CHECK((n.size() == 2 && n[0].value == 1 && n[1].value == 0));
+  DOCTEST_REQUIRE(tracetorch::detail::parse_printed_numbers({"tensor([], size=(0, 3))"}, n));
+  DOCTEST_CHECK(n.empty());
+  DOCTEST_CHECK(!tracetorch::detail::parse_printed_numbers({"array([1, 2])"}, n));
+  DOCTEST_CHECK(!tracetorch::detail::parse_printed_numbers({"tensor([1.0e+])"}, n));
+}
+
+DOCTEST_TEST_CASE("the JSON report and the progress callback") {
+  TempDir dir;
+  std::size_t calls = 0, last_total = 0;
+  tracetorch::DiffOptions options;
+  options.progress = [&](std::size_t done, std::size_t total) {
+    ++calls;
+    DOCTEST_CHECK(done == calls);
+    last_total = total;
+  };
+  const auto report = tracetorch::diff_traces(tiny() / "trace_st", planted("eps_layer2"), options);
+  DOCTEST_CHECK(calls == report.tensors.size());
+  DOCTEST_CHECK(last_total == report.tensors.size());
+
+  const auto check_json = [&](const boost::json::value& json) {
+    DOCTEST_CHECK(json.at("within_tolerance") == false);
+    DOCTEST_CHECK(json.at("first_divergence").at("module_path") == "LlamaModel.layers.2.post_attention_layernorm");
+    DOCTEST_CHECK(json.at("first_divergence").at("location") == "outputs");
+    DOCTEST_CHECK(json.at("atol") == 1e-5);
+    const auto& rows = json.at("tensors").as_array();
+    DOCTEST_CHECK(rows.size() == report.tensors.size());
+    const auto index = json.at("first_divergence").at("index").to_number<std::size_t>();
+    const auto& row = rows.at(index);
+    DOCTEST_CHECK(row.at("status") == "out of tolerance");
+    DOCTEST_CHECK(row.at("reference_shape") == "[2, 7, 64]");
+    // The error the report gives is the error between the two files.
+    const auto file = "LlamaModel.layers.2.post_attention_layernorm_outputs.safetensors";
+    const auto a = tracetorch::safetensors::load_single(planted("eps_layer2") / file).to(torch::kDouble);
+    const auto b = tracetorch::safetensors::load_single(tiny() / "trace_st" / file).to(torch::kDouble);
+    DOCTEST_CHECK(row.at("max_abs_error").to_number<double>() == doctest::Approx((a - b).abs().max().item<double>()));
+    const auto out = ((a - b).abs() > 1e-5 + 1e-4 * b.abs()).sum().item<std::int64_t>();
+    DOCTEST_CHECK(row.at("out_of_tolerance").to_number<std::int64_t>() == out);
+    DOCTEST_CHECK(row.at("cosine_similarity").to_number<double>() ==
+                  doctest::Approx(torch::cosine_similarity(a.reshape(-1), b.reshape(-1), 0).item<double>()));
+    DOCTEST_CHECK(json.at("modules").as_array().at(0).at("diverging").to_number<int>() > 0);
+  };
+  check_json(report.json());
+
+#ifdef TRACETORCH_DIFF
+  const auto result = run_diff((tiny() / "trace_st").string() + " " + planted("eps_layer2").string() + " --all --json " +
+                               (dir / "report.json").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 1);
+  check_json(tracetorch_test::read_json(dir / "report.json"));
+  // --all lists every compared value, one line each.
+  DOCTEST_CHECK(result.output.find("all compared values:") != std::string::npos);
+  DOCTEST_CHECK(result.output.find("  LlamaModel.embed_tokens inputs.args.0: ok") != std::string::npos);
+  DOCTEST_CHECK(result.output.find("  LlamaModel.norm outputs: out of tolerance") != std::string::npos);
+#endif
+}
+
+}  // DOCTEST_TEST_SUITE

@@ -1,0 +1,124 @@
+// tracetorch-diff: where does a port first diverge from its reference? Compares two traces of
+// the model addition debugger (tracetorch's or transformers') module by module.
+//
+//   tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']... [--json REPORT] [--all]
+//
+// Exit status: 0 all within tolerance, 1 something diverges, 2 unreadable or malformed input
+// (or a bad command line).
+
+#include <tracetorch/diff.hpp>
+
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']...\n"
+    "                       [--json REPORT] [--all]\n"
+    "\n"
+    "Compares two model addition debugger traces (directories holding <Root>_debug_tree_FULL_TENSORS.json,\n"
+    "or those files) module by module and names the first divergence.\n"
+    "  --atol, --rtol  tolerance: |candidate - reference| <= atol + rtol * |reference| (default 1e-5, 1e-4)\n"
+    "  --map           rename module paths on both sides before alignment (std::regex, $1 for groups); repeatable\n"
+    "  --json REPORT   also write the full report as JSON\n"
+    "  --all           list every compared tensor\n"
+    "Exit status: 0 within tolerance, 1 divergence, 2 unreadable or malformed input.\n";
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+double parse_tolerance(const std::string& flag, const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !(value >= 0) || std::isinf(value)) {
+    throw UsageError(flag + " needs a finite number >= 0, got '" + text + "'");
+  }
+  return value;
+}
+
+/// "\r[k/N] comparing" on a terminal, at most ten times a second; erased at the end.
+class ProgressLine {
+ public:
+  void operator()(std::size_t done, std::size_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (done != total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    std::fprintf(stderr, "\rtracetorch-diff: compared %zu of %zu values", done, total);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  ~ProgressLine() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_{};
+  bool shown_ = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> positional;
+  tracetorch::DiffOptions options;
+  std::string json_path;
+  bool all = false;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      const auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+        return argv[++i];
+      };
+      if (arg == "--help" || arg == "-h") {
+        std::cout << kUsage;
+        return 0;
+      } else if (arg == "--atol") {
+        options.atol = parse_tolerance(arg, value());
+      } else if (arg == "--rtol") {
+        options.rtol = parse_tolerance(arg, value());
+      } else if (arg == "--map") {
+        options.renames.push_back(tracetorch::PathRename::parse(value()));
+      } else if (arg == "--json") {
+        json_path = value();
+      } else if (arg == "--all") {
+        all = true;
+      } else if (arg.starts_with("--")) {
+        throw UsageError("unknown option " + arg);
+      } else {
+        positional.push_back(arg);
+      }
+    }
+    if (positional.size() != 2) throw UsageError("expected REF and CANDIDATE, got " + std::to_string(positional.size()) + " paths");
+  } catch (const std::exception& e) {
+    std::cerr << "tracetorch-diff: " << e.what() << "\n" << kUsage;
+    return 2;
+  }
+
+  try {
+    std::optional<ProgressLine> progress;
+    if (::isatty(STDERR_FILENO)) {
+      progress.emplace();
+      options.progress = [&progress](std::size_t done, std::size_t total) { (*progress)(done, total); };
+    }
+    const auto report = tracetorch::diff_traces(positional[0], positional[1], options);
+    progress.reset();
+    std::cout << report.text(all) << std::flush;
+    if (!json_path.empty()) tracetorch::write_diff_report(report, json_path);
+    return report.within_tolerance() ? 0 : 1;
+  } catch (const tracetorch::Error& e) {
+    std::cerr << "tracetorch-diff: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {  // c10::Error and the like: still input the tool could not use
+    std::cerr << "tracetorch-diff: " << e.what() << "\n";
+    return 2;
+  }
+}
