@@ -718,9 +718,6 @@ struct PatchedRecorder {
   std::string replacement;  // the registered replacement's name, empty when none
 };
 
-/// transformers' `patch_output_recorders(model)`. Here recorders consult the registry at every
-/// capture, so this is not needed for capture to see a replacement: it reports, for each
-/// recorder of the model's record map, which replacement it will also record.
 namespace detail {
 
 template <class Record, class... Recorders>
@@ -742,6 +739,9 @@ void report_all_patches(std::vector<PatchedRecorder>& report, std::tuple<Records
 
 }  // namespace detail
 
+/// transformers' `patch_output_recorders(model)`. Here recorders consult the registry at every
+/// capture, so this is not needed for capture to see a replacement: it reports, for each
+/// recorder of the model's record map, which replacement it will also record.
 template <class Model>
 std::vector<PatchedRecorder> patch_output_recorders(const Model&) {
   using Impl = typename detail::traced_type_t<Model>::ImplType;
