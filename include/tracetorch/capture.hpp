@@ -244,8 +244,10 @@ struct replacements {
 /// default, 0 for hidden_states and 1 for attentions.
 template <class Target, int Index = -1, detail::FixedString LayerName = "">
 struct OutputRecorder {
+#ifndef TRACETORCH_DISABLE
   static_assert(is_traceable_v<Target>,
                 "tracetorch::OutputRecorder: the target module type was never declared TRACEABLE");
+#endif
   using target = typename std::conditional_t<is_traceable_v<Target>, detail::traced_type<Target>,
                                              std::type_identity<void>>::type;
   using original = Target;
@@ -288,8 +290,12 @@ struct OutputRecord {
   static constexpr int index_of() {
     return Recorder::index >= 0 ? Recorder::index : role == detail::OutputRole::attentions ? 1 : 0;
   }
+#ifdef TRACETORCH_DISABLE
+  static constexpr bool indices_checked = true;
+#else
   static constexpr bool indices_checked =
       (detail::check_output_index<typename Recorders::target, index_of<Recorders>()>() && ...);
+#endif
 };
 
 /// A record-map entry naming its field: `record<"attentions", OutputRecorder<LlamaAttention, 1>>()`.
@@ -331,9 +337,13 @@ struct PatchReplacement {
 
 template <class T>
 PatchReplacement replacement() {
+#ifdef TRACETORCH_DISABLE
+  return {std::type_index(typeid(T)), std::string()};
+#else
   static_assert(is_traceable_v<T>, "tracetorch::replacement: the replacement type was never declared TRACEABLE");
   using Traced = detail::traced_type_t<T>;
   return {std::type_index(typeid(Traced)), std::string(Traced::registered_name)};
+#endif
 }
 
 namespace detail {
@@ -672,6 +682,10 @@ template <class Model, class Body>
 auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, CaptureSettings settings = {})
     -> std::invoke_result_t<Body&> {
   using Out = std::invoke_result_t<Body&>;
+#ifdef TRACETORCH_DISABLE
+  (void)model, (void)options, (void)settings;
+  return body();  // compiled out: outputs stay as the body made them
+#else
   static_assert(requires { Model::can_record_outputs; },
                 "tracetorch::capture_outputs: the model class must declare "
                 "`static constexpr auto can_record_outputs = tracetorch::output_records(...)`");
@@ -693,6 +707,7 @@ auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, Ca
   session.detach();
   detail::finish_slots<Records>(out, session.slots(), wanted, settings, std::make_index_sequence<slot_count>{});
   return out;
+#endif
 }
 
 /// transformers' `@merge_with_config_defaults`: use_cache from the model's config unless given.
@@ -744,11 +759,15 @@ void report_all_patches(std::vector<PatchedRecorder>& report, std::tuple<Records
 /// recorder of the model's record map, which replacement it will also record.
 template <class Model>
 std::vector<PatchedRecorder> patch_output_recorders(const Model&) {
+#ifdef TRACETORCH_DISABLE
+  return {};
+#else
   using Impl = typename detail::traced_type_t<Model>::ImplType;
   using Records = std::remove_cvref_t<decltype(Impl::can_record_outputs)>;
   std::vector<PatchedRecorder> report;
   detail::report_all_patches(report, static_cast<Records*>(nullptr));
   return report;
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -356,6 +356,11 @@ class [[nodiscard]] DebuggerScope {
 /// Throws tracetorch::Error if debug_path cannot be created or written.
 template <class ModuleType>
 DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, DebuggerOptions options) {
+#ifdef TRACETORCH_DISABLE
+  // Compiled out: a scope that attaches nothing and writes nothing.
+  (void)model, (void)options;
+  return DebuggerScope(detail::ScopeAccess(), nullptr, std::make_unique<detail::AttachmentSet>());
+#else
   static_assert(std::is_base_of_v<detail::TracedModuleBase, ModuleType>,
                 "tracetorch::model_addition_debugger: the root module must be declared with TRACEABLE(Name)");
   if (!model) throw Error("tracetorch: model_addition_debugger: the model is empty (a null holder)");
@@ -376,6 +381,7 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
   auto session = std::make_unique<detail::DebuggerSession>(root_name, std::move(options));
   attachments->attach(*model, root_name, *session);
   return DebuggerScope(detail::ScopeAccess(), std::move(session), std::move(attachments));
+#endif
 }
 
 template <class ModuleType>

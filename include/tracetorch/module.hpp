@@ -176,6 +176,10 @@ using traced_type_t = typename traced_type<T>::type;
 #define TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
 
 /// `TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
+#ifdef TRACETORCH_DISABLE
+// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): exactly LibTorch's holder, no tracing.
+#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType) TORCH_MODULE_IMPL(Name, ImplType)
+#else
 #define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
   class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
    public:                                                                                        \
@@ -183,3 +187,4 @@ using traced_type_t = typename traced_type<T>::type;
     using Impl = ImplType;                                                                        \
   };                                                                                              \
   ::tracetorch::detail::traceable_tag<Name> tracetorch_traceable_marker(ImplType*)
+#endif  // TRACETORCH_DISABLE

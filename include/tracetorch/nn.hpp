@@ -15,6 +15,21 @@
 
 namespace tracetorch::nn {
 
+#ifdef TRACETORCH_DISABLE
+// Compiled out: the LibTorch modules themselves.
+using Linear = torch::nn::Linear;
+using Embedding = torch::nn::Embedding;
+using LayerNorm = torch::nn::LayerNorm;
+using Dropout = torch::nn::Dropout;
+using SiLU = torch::nn::SiLU;
+using GELU = torch::nn::GELU;
+using ReLU = torch::nn::ReLU;
+using Tanh = torch::nn::Tanh;
+using Softmax = torch::nn::Softmax;
+using Conv1d = torch::nn::Conv1d;
+using Conv2d = torch::nn::Conv2d;
+using Sequential = torch::nn::Sequential;
+#else
 TRACETORCH_TRACEABLE_IMPL(Linear, torch::nn::LinearImpl);
 TRACETORCH_TRACEABLE_IMPL(Embedding, torch::nn::EmbeddingImpl);
 TRACETORCH_TRACEABLE_IMPL(LayerNorm, torch::nn::LayerNormImpl);
@@ -28,6 +43,7 @@ TRACETORCH_TRACEABLE_IMPL(Conv1d, torch::nn::Conv1dImpl);
 TRACETORCH_TRACEABLE_IMPL(Conv2d, torch::nn::Conv2dImpl);
 /// A traced Sequential: one node for the Sequential call, one per element that is itself traced.
 TRACETORCH_TRACEABLE_IMPL(Sequential, torch::nn::SequentialImpl);
+#endif  // TRACETORCH_DISABLE
 /// ModuleList has no forward of its own: its elements are traced when called through their
 /// holder type, e.g. `layers[i]->as<DecoderLayer>()->forward(x)` (see the README).
 using ModuleList = torch::nn::ModuleList;
