@@ -22,17 +22,17 @@ if(fuzz_usable)
   add_test(NAME fuzz_build
            COMMAND sh -c "\"$0\" -S \"$1\" -B \"$2\" -DCMAKE_CXX_COMPILER=\"$3\" -DTorch_DIR=\"$4\" && \"$0\" --build \"$2\" -j2"
                    ${CMAKE_COMMAND} ${fuzz_source} ${fuzz_binary} ${TRACETORCH_CLANGXX} ${Torch_DIR})
-  set_tests_properties(fuzz_build PROPERTIES FIXTURES_SETUP tracetorch_fuzzers TIMEOUT 900)
+  set_tests_properties(fuzz_build PROPERTIES FIXTURES_SETUP tracetorch_fuzzers TIMEOUT 900 LABELS fuzz)
   foreach(target fuzz_safetensors fuzz_trace_reader)
     file(MAKE_DIRECTORY ${fuzz_binary}/corpus/${target})
     add_test(NAME ${target}
              COMMAND ${CMAKE_COMMAND} -E env ${fuzz_binary}/${target} -max_total_time=${TRACETORCH_FUZZ_SECONDS} -print_final_stats=1
                      -artifact_prefix=${fuzz_binary}/${target}-crash- ${fuzz_binary}/corpus/${target}
                      ${fuzz_source}/corpus/${target})
-    set_tests_properties(${target} PROPERTIES FIXTURES_REQUIRED tracetorch_fuzzers TIMEOUT 300)
+    set_tests_properties(${target} PROPERTIES FIXTURES_REQUIRED tracetorch_fuzzers TIMEOUT 300 LABELS fuzz)
   endforeach()
 else()
   add_test(NAME fuzz_skipped COMMAND ${CMAKE_COMMAND} -E echo
            "fuzz tests skipped: no clang++ that links -fsanitize=fuzzer (install clang-14 libclang-rt-14-dev)")
-  set_tests_properties(fuzz_skipped PROPERTIES SKIP_REGULAR_EXPRESSION "skipped")
+  set_tests_properties(fuzz_skipped PROPERTIES SKIP_REGULAR_EXPRESSION "skipped" LABELS fuzz)
 endif()

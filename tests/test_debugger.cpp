@@ -12,6 +12,7 @@
 namespace {
 
 using tracetorch_test::read_file;
+using tracetorch_test::module_paths;
 using tracetorch_test::read_json;
 using tracetorch_test::TempDir;
 using tracetorch_test::tiny_llama_dir;
@@ -86,17 +87,6 @@ void expect_same_trace(const boost::json::value& ours, const boost::json::value&
   } else {
     DOCTEST_CHECK(ours == ref);
   }
-}
-
-std::vector<std::string> module_paths(const boost::json::value& node) {
-  std::vector<std::string> out{std::string(node.at("module_path").as_string())};
-  if (const auto* children = node.as_object().if_contains("children")) {
-    for (const auto& child : children->as_array()) {
-      const auto sub = module_paths(child);
-      out.insert(out.end(), sub.begin(), sub.end());
-    }
-  }
-  return out;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <sys/wait.h>
 
@@ -24,6 +25,18 @@ inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path.string());
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Every module_path of a trace tree, in depth-first (call) order.
+inline std::vector<std::string> module_paths(const boost::json::value& node) {
+  std::vector<std::string> out{std::string(node.at("module_path").as_string())};
+  if (const auto* children = node.as_object().if_contains("children")) {
+    for (const auto& child : children->as_array()) {
+      const auto sub = module_paths(child);
+      out.insert(out.end(), sub.begin(), sub.end());
+    }
+  }
+  return out;
 }
 
 inline boost::json::value read_json(const std::filesystem::path& path) { return boost::json::parse(read_file(path)); }

@@ -61,6 +61,7 @@ struct CallNode {
   boost::json::object inputs;
   std::optional<boost::json::value> outputs;  // nullopt: no "outputs" key
   std::vector<CallNode> children;
+  std::size_t files_before = 0;  // tensor files the forward had written when this call began
 };
 
 inline bool is_layer_block(const CallNode& node) {
@@ -147,6 +148,30 @@ inline bool is_truthy(const boost::json::value& value) {
   }
 }
 
+/// The file name (without ".safetensors") for a tensor whose transformers file stem is `stem`.
+/// Stems hold module paths and dict keys, and LibTorch allows any submodule name but an empty one
+/// or one with a '.': a '/' would reach into other directories, or out of debug_path with a key
+/// such as "../x". So '/', '%' (the escape
+/// character, so that different stems never share a name) and control characters (0x00-0x1F,
+/// 0x7F) become %XX (uppercase hex); every other byte, and so every stem Python's debugger can
+/// write, is kept as it is.
+inline std::string file_name_for(std::string_view stem) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(stem.size());
+  for (const char c : stem) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '/' || c == '%' || byte < 0x20 || byte == 0x7F) {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 inline int rank_from_environment() {
   const char* text = std::getenv("RANK");
   if (text == nullptr || *text == '\0') return 0;
@@ -166,7 +191,10 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   void on_enter(const Attachment& at, const CallArgs& args) override {
     const auto me = std::this_thread::get_id();
     if (at.is_root && owner_.load(std::memory_order_relaxed) != me) {
-      if (owner_.load() != std::thread::id()) return;  // another thread is tracing this model
+      // One compare-exchange, so that of two threads starting a forward at once exactly one
+      // records; the other's forward runs untraced.
+      std::thread::id nobody;
+      if (!owner_.compare_exchange_strong(nobody, me)) return;
       begin_forward();
       try {
         push(at, args, true);
@@ -200,7 +228,12 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       node.outputs = boost::json::value(nullptr);
     } else {
       std::string prefix = file_stem(at, node) + "_outputs";
-      node.outputs = result.serialize(prefix, *this);
+      try {
+        node.outputs = result.serialize(prefix, *this);
+      } catch (...) {
+        discard_files_from(node.files_before);  // the model may catch this and go on
+        throw;
+      }
     }
     stack_.back().children.push_back(std::move(node));
   }
@@ -212,7 +245,10 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       return;
     }
     if (at.is_root) --nested_root_calls_;
-    if (!stack_.empty()) stack_.pop_back();
+    if (stack_.empty()) return;
+    // The model may catch the exception and go on: the failed call leaves no node and no file.
+    discard_files_from(stack_.back().files_before);
+    stack_.pop_back();
   }
 
   // TensorEncoder
@@ -225,10 +261,21 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       for (auto& line : python_print_lines(tensor)) lines.emplace_back(std::move(line));
       record["value"] = std::move(lines);
     } else {
-      const std::string file_name = prefix + ".safetensors";
+      const std::string file_name = file_name_for(prefix) + ".safetensors";
       const auto path = options_.debug_path / file_name;
-      safetensors::save(path, tensor);
-      written_files_.push_back(path);
+      // Written under a temporary name and renamed with the JSON files at the end of the
+      // forward: a forward that fails leaves the files of the previous trace as they were.
+      auto staged = unique_temp_path(path);
+      try {
+        safetensors::save(staged, tensor);
+      } catch (const Error& e) {  // name the file the user will look for, not the staged one
+        std::string message = e.what();
+        if (const auto at = message.find(staged.string()); at != std::string::npos) {
+          message.replace(at, staged.string().size(), path.string());
+        }
+        throw Error(message);
+      }
+      written_files_.emplace_back(std::move(staged), path);
       record["value"] = json_text("./" + file_name);
     }
     const auto type = tensor.scalar_type();
@@ -242,8 +289,15 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       };
       stat("mean", [&] { return tensor.mean(); });
       stat("std", [&] { return tensor.std(); });
-      stat("min", [&] { return tensor.min(); });
-      stat("max", [&] { return tensor.max(); });
+      // min()/max() copy a non-contiguous tensor first; for an expanded view (a stride-0
+      // dimension) that copy can be far larger than the tensor's memory, so amin()/amax()
+      // read it in place (they differ only in which zero they return among -0.0 and 0.0).
+      bool expanded = false;
+      if (tensor.layout() == c10::kStrided) {  // sparse tensors have no strides
+        for (std::int64_t d = 0; d < tensor.dim(); ++d) expanded |= tensor.stride(d) == 0 && tensor.size(d) > 1;
+      }
+      stat("min", [&] { return expanded ? tensor.amin() : tensor.min(); });
+      stat("max", [&] { return expanded ? tensor.amax() : tensor.max(); });
     }
     return record;
   }
@@ -256,7 +310,6 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
 
  private:
   void begin_forward() {
-    owner_.store(std::this_thread::get_id());
     no_grad_.emplace();
     stack_.clear();
     call_counts_.clear();
@@ -265,10 +318,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   }
 
   void end_forward(bool keep_files) noexcept {
-    if (!keep_files) {
-      std::error_code ignored;
-      for (const auto& file : written_files_) std::filesystem::remove(file, ignored);
-    }
+    if (!keep_files) discard_files_from(0);
     written_files_.clear();
     stack_.clear();
     call_counts_.clear();
@@ -287,10 +337,23 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   void push(const Attachment& at, const CallArgs& args, bool root) {
     CallNode node;
     node.module_path = root ? root_name_ : at.module_path;
+    node.files_before = written_files_.size();
     ++call_counts_[&at];
     std::string prefix = file_stem(at, node) + "_inputs";
-    node.inputs = args.serialize(prefix, *this, root);
+    try {
+      node.inputs = args.serialize(prefix, *this, root);
+    } catch (...) {
+      discard_files_from(node.files_before);
+      throw;
+    }
     stack_.push_back(std::move(node));
+  }
+
+  /// Removes the staged tensor files written since the forward had written `count`.
+  void discard_files_from(std::size_t count) noexcept {
+    std::error_code ignored;
+    for (std::size_t i = count; i < written_files_.size(); ++i) std::filesystem::remove(written_files_[i].first, ignored);
+    if (count < written_files_.size()) written_files_.resize(count);
   }
 
   void finish_forward(const CallResult& result) {
@@ -302,10 +365,24 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     if (options_.do_prune_layers) prune_intermediate_layers(root);
     std::string text;
     append_call_node(text, root, 0, false);
-    write_file_atomically(full_tensors_path(), text);
+    // Both JSON files are complete on disk before any file of this trace takes its final name,
+    // so a full disk leaves the previous trace whole instead of half replaced.
+    AtomicFileWriter full(full_tensors_path());
+    full.write(text);
+    full.finish();
     text.clear();
     append_call_node(text, root, 0, true);
-    write_file_atomically(summary_path(), text);
+    AtomicFileWriter summary(summary_path());
+    summary.write(text);
+    summary.finish();
+    for (const auto& [staged, final_path] : written_files_) {
+      std::error_code ec;
+      std::filesystem::rename(staged, final_path, ec);
+      if (ec) throw Error("tracetorch: cannot write " + final_path.string() + ": " + ec.message());
+    }
+    written_files_.clear();  // renamed: nothing left to remove
+    full.commit();
+    summary.commit();
   }
 
   std::string root_name_;
@@ -314,7 +391,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   int nested_root_calls_ = 0;
   std::vector<CallNode> stack_;
   std::map<const Attachment*, int> call_counts_;
-  std::vector<std::filesystem::path> written_files_;
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> written_files_;  // staged, final
   std::optional<torch::NoGradGuard> no_grad_;
 };
 

@@ -2596,6 +2596,7 @@ OutputTuple to_tuple(const Out& out) {
 // Whole-file writes that never leave a half-written file behind: the bytes go to a
 // temporary file beside the target, which is renamed over it only once complete.
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -2607,14 +2608,22 @@ OutputTuple to_tuple(const Out& out) {
 
 namespace tracetorch::detail {
 
+/// A name beside `target` that no other writer uses: several threads of one process may
+/// write the same target at once (two traces of one model type into one debug_path), and each
+/// must write its own temporary file or they would interleave their bytes in one.
+inline std::filesystem::path unique_temp_path(const std::filesystem::path& target) {
+  static std::atomic<unsigned long long> counter{0};
+  return target.string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
 /// Writes pieces one after another into a temporary file and renames it to `target` on commit().
 /// Destroying an uncommitted writer removes the temporary file.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path target)
-      : target_(std::move(target)),
-        temp_(target_.string() + ".tmp" + std::to_string(::getpid())) {
-    file_ = std::fopen(temp_.c_str(), "wb");
+      : target_(std::move(target)), temp_(unique_temp_path(target_)) {
+    // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name.
+    file_ = std::fopen(temp_.c_str(), "wbx");
     if (file_ == nullptr) fail("cannot create");
   }
   AtomicFileWriter(const AtomicFileWriter&) = delete;
@@ -2625,11 +2634,16 @@ class AtomicFileWriter {
   }
 
   void write(const void* data, std::size_t size) {
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": already finished");
     if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
   }
   void write(std::string_view text) { write(text.data(), text.size()); }
 
-  void commit() {
+  /// Flushes and closes the temporary file: after this, only the rename of commit() is left,
+  /// so writers of files that belong together can all finish() before any of them commits.
+  void finish() {
+    if (finished_) return;
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": an earlier write failed");
     // fflush + fclose report a full disk that buffered fwrite calls did not.
     const bool flushed = std::fflush(file_) == 0;
     const int saved_errno = errno;
@@ -2639,6 +2653,11 @@ class AtomicFileWriter {
       errno = flushed ? errno : saved_errno;
       fail("cannot write");
     }
+    finished_ = true;
+  }
+
+  void commit() {
+    finish();
     std::error_code ec;
     std::filesystem::rename(temp_, target_, ec);
     if (ec) throw Error("tracetorch: cannot write " + target_.string() + ": " + ec.message());
@@ -2653,6 +2672,7 @@ class AtomicFileWriter {
   std::filesystem::path target_;
   std::filesystem::path temp_;
   std::FILE* file_ = nullptr;
+  bool finished_ = false;
   bool committed_ = false;
 };
 
@@ -2685,8 +2705,22 @@ inline void append_json_string(std::string& out, std::string_view text) {
     out += "\\u";
     for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 0xF];
   };
+  out.reserve(out.size() + text.size() + 2);
   out += '"';
   for (std::size_t i = 0; i < text.size(); ++i) {
+    // Printable ASCII other than '"' and '\\' is copied as is, a whole run at a time: traces
+    // are mostly that, and appending byte by byte dominated the JSON writing.
+    std::size_t plain = i;
+    while (plain < text.size()) {
+      const auto byte = static_cast<unsigned char>(text[plain]);
+      if (byte < 0x20 || byte >= 0x7F || byte == '"' || byte == '\\') break;
+      ++plain;
+    }
+    if (plain != i) {
+      out.append(text.data() + i, plain - i);
+      i = plain;
+      if (i == text.size()) break;
+    }
     const auto c = static_cast<unsigned char>(text[i]);
     switch (c) {
       case '"': out += "\\\""; continue;
@@ -2734,6 +2768,31 @@ inline void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
+inline void append_python_json(std::string& out, const boost::json::value& value, int depth, bool strip_values);
+
+/// An object as `json.dump(indent=2)` writes it. Its own overload, so that writing a
+/// boost::json::object does not first copy it into a boost::json::value.
+inline void append_python_json(std::string& out, const boost::json::object& object, int depth, bool strip_values) {
+  bool first = true;
+  for (const auto& entry : object) {
+    if (strip_values && entry.key() == "value") continue;
+    out += first ? "{" : ",";
+    first = false;
+    out += '\n';
+    out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
+    append_json_string(out, entry.key());
+    out += ": ";
+    append_python_json(out, entry.value(), depth + 1, strip_values);
+  }
+  if (first) {
+    out += "{}";
+  } else {
+    out += '\n';
+    out.append(static_cast<std::size_t>(depth) * 2, ' ');
+    out += '}';
+  }
+}
+
 /// Writes `value` as `json.dump(value, indent=2)` would; when `strip_values`, every object key
 /// "value" is left out (the _SUMMARY.json view).
 inline void append_python_json(std::string& out, const boost::json::value& value, int depth, bool strip_values) {
@@ -2766,26 +2825,7 @@ inline void append_python_json(std::string& out, const boost::json::value& value
       out += ']';
       break;
     }
-    case boost::json::kind::object: {
-      const auto& object = value.get_object();
-      bool first = true;
-      for (const auto& entry : object) {
-        if (strip_values && entry.key() == "value") continue;
-        out += first ? "{" : ",";
-        first = false;
-        newline(depth + 1);
-        append_json_string(out, entry.key());
-        out += ": ";
-        append_python_json(out, entry.value(), depth + 1, strip_values);
-      }
-      if (first) {
-        out += "{}";
-      } else {
-        newline(depth);
-        out += '}';
-      }
-      break;
-    }
+    case boost::json::kind::object: append_python_json(out, value.get_object(), depth, strip_values); break;
   }
 }
 
@@ -3536,6 +3576,7 @@ struct CallNode {
   boost::json::object inputs;
   std::optional<boost::json::value> outputs;  // nullopt: no "outputs" key
   std::vector<CallNode> children;
+  std::size_t files_before = 0;  // tensor files the forward had written when this call began
 };
 
 inline bool is_layer_block(const CallNode& node) {
@@ -3622,6 +3663,30 @@ inline bool is_truthy(const boost::json::value& value) {
   }
 }
 
+/// The file name (without ".safetensors") for a tensor whose transformers file stem is `stem`.
+/// Stems hold module paths and dict keys, and LibTorch allows any submodule name but an empty one
+/// or one with a '.': a '/' would reach into other directories, or out of debug_path with a key
+/// such as "../x". So '/', '%' (the escape
+/// character, so that different stems never share a name) and control characters (0x00-0x1F,
+/// 0x7F) become %XX (uppercase hex); every other byte, and so every stem Python's debugger can
+/// write, is kept as it is.
+inline std::string file_name_for(std::string_view stem) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(stem.size());
+  for (const char c : stem) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '/' || c == '%' || byte < 0x20 || byte == 0x7F) {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 inline int rank_from_environment() {
   const char* text = std::getenv("RANK");
   if (text == nullptr || *text == '\0') return 0;
@@ -3641,7 +3706,10 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   void on_enter(const Attachment& at, const CallArgs& args) override {
     const auto me = std::this_thread::get_id();
     if (at.is_root && owner_.load(std::memory_order_relaxed) != me) {
-      if (owner_.load() != std::thread::id()) return;  // another thread is tracing this model
+      // One compare-exchange, so that of two threads starting a forward at once exactly one
+      // records; the other's forward runs untraced.
+      std::thread::id nobody;
+      if (!owner_.compare_exchange_strong(nobody, me)) return;
       begin_forward();
       try {
         push(at, args, true);
@@ -3675,7 +3743,12 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       node.outputs = boost::json::value(nullptr);
     } else {
       std::string prefix = file_stem(at, node) + "_outputs";
-      node.outputs = result.serialize(prefix, *this);
+      try {
+        node.outputs = result.serialize(prefix, *this);
+      } catch (...) {
+        discard_files_from(node.files_before);  // the model may catch this and go on
+        throw;
+      }
     }
     stack_.back().children.push_back(std::move(node));
   }
@@ -3687,7 +3760,10 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       return;
     }
     if (at.is_root) --nested_root_calls_;
-    if (!stack_.empty()) stack_.pop_back();
+    if (stack_.empty()) return;
+    // The model may catch the exception and go on: the failed call leaves no node and no file.
+    discard_files_from(stack_.back().files_before);
+    stack_.pop_back();
   }
 
   // TensorEncoder
@@ -3700,10 +3776,21 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       for (auto& line : python_print_lines(tensor)) lines.emplace_back(std::move(line));
       record["value"] = std::move(lines);
     } else {
-      const std::string file_name = prefix + ".safetensors";
+      const std::string file_name = file_name_for(prefix) + ".safetensors";
       const auto path = options_.debug_path / file_name;
-      safetensors::save(path, tensor);
-      written_files_.push_back(path);
+      // Written under a temporary name and renamed with the JSON files at the end of the
+      // forward: a forward that fails leaves the files of the previous trace as they were.
+      auto staged = unique_temp_path(path);
+      try {
+        safetensors::save(staged, tensor);
+      } catch (const Error& e) {  // name the file the user will look for, not the staged one
+        std::string message = e.what();
+        if (const auto at = message.find(staged.string()); at != std::string::npos) {
+          message.replace(at, staged.string().size(), path.string());
+        }
+        throw Error(message);
+      }
+      written_files_.emplace_back(std::move(staged), path);
       record["value"] = json_text("./" + file_name);
     }
     const auto type = tensor.scalar_type();
@@ -3717,8 +3804,15 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       };
       stat("mean", [&] { return tensor.mean(); });
       stat("std", [&] { return tensor.std(); });
-      stat("min", [&] { return tensor.min(); });
-      stat("max", [&] { return tensor.max(); });
+      // min()/max() copy a non-contiguous tensor first; for an expanded view (a stride-0
+      // dimension) that copy can be far larger than the tensor's memory, so amin()/amax()
+      // read it in place (they differ only in which zero they return among -0.0 and 0.0).
+      bool expanded = false;
+      if (tensor.layout() == c10::kStrided) {  // sparse tensors have no strides
+        for (std::int64_t d = 0; d < tensor.dim(); ++d) expanded |= tensor.stride(d) == 0 && tensor.size(d) > 1;
+      }
+      stat("min", [&] { return expanded ? tensor.amin() : tensor.min(); });
+      stat("max", [&] { return expanded ? tensor.amax() : tensor.max(); });
     }
     return record;
   }
@@ -3731,7 +3825,6 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
 
  private:
   void begin_forward() {
-    owner_.store(std::this_thread::get_id());
     no_grad_.emplace();
     stack_.clear();
     call_counts_.clear();
@@ -3740,10 +3833,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   }
 
   void end_forward(bool keep_files) noexcept {
-    if (!keep_files) {
-      std::error_code ignored;
-      for (const auto& file : written_files_) std::filesystem::remove(file, ignored);
-    }
+    if (!keep_files) discard_files_from(0);
     written_files_.clear();
     stack_.clear();
     call_counts_.clear();
@@ -3762,10 +3852,23 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   void push(const Attachment& at, const CallArgs& args, bool root) {
     CallNode node;
     node.module_path = root ? root_name_ : at.module_path;
+    node.files_before = written_files_.size();
     ++call_counts_[&at];
     std::string prefix = file_stem(at, node) + "_inputs";
-    node.inputs = args.serialize(prefix, *this, root);
+    try {
+      node.inputs = args.serialize(prefix, *this, root);
+    } catch (...) {
+      discard_files_from(node.files_before);
+      throw;
+    }
     stack_.push_back(std::move(node));
+  }
+
+  /// Removes the staged tensor files written since the forward had written `count`.
+  void discard_files_from(std::size_t count) noexcept {
+    std::error_code ignored;
+    for (std::size_t i = count; i < written_files_.size(); ++i) std::filesystem::remove(written_files_[i].first, ignored);
+    if (count < written_files_.size()) written_files_.resize(count);
   }
 
   void finish_forward(const CallResult& result) {
@@ -3777,10 +3880,24 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     if (options_.do_prune_layers) prune_intermediate_layers(root);
     std::string text;
     append_call_node(text, root, 0, false);
-    write_file_atomically(full_tensors_path(), text);
+    // Both JSON files are complete on disk before any file of this trace takes its final name,
+    // so a full disk leaves the previous trace whole instead of half replaced.
+    AtomicFileWriter full(full_tensors_path());
+    full.write(text);
+    full.finish();
     text.clear();
     append_call_node(text, root, 0, true);
-    write_file_atomically(summary_path(), text);
+    AtomicFileWriter summary(summary_path());
+    summary.write(text);
+    summary.finish();
+    for (const auto& [staged, final_path] : written_files_) {
+      std::error_code ec;
+      std::filesystem::rename(staged, final_path, ec);
+      if (ec) throw Error("tracetorch: cannot write " + final_path.string() + ": " + ec.message());
+    }
+    written_files_.clear();  // renamed: nothing left to remove
+    full.commit();
+    summary.commit();
   }
 
   std::string root_name_;
@@ -3789,7 +3906,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   int nested_root_calls_ = 0;
   std::vector<CallNode> stack_;
   std::map<const Attachment*, int> call_counts_;
-  std::vector<std::filesystem::path> written_files_;
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> written_files_;  // staged, final
   std::optional<torch::NoGradGuard> no_grad_;
 };
 

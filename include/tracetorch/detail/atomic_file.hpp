@@ -2,6 +2,7 @@
 // Whole-file writes that never leave a half-written file behind: the bytes go to a
 // temporary file beside the target, which is renamed over it only once complete.
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,14 +15,22 @@
 
 namespace tracetorch::detail {
 
+/// A name beside `target` that no other writer uses: several threads of one process may
+/// write the same target at once (two traces of one model type into one debug_path), and each
+/// must write its own temporary file or they would interleave their bytes in one.
+inline std::filesystem::path unique_temp_path(const std::filesystem::path& target) {
+  static std::atomic<unsigned long long> counter{0};
+  return target.string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
 /// Writes pieces one after another into a temporary file and renames it to `target` on commit().
 /// Destroying an uncommitted writer removes the temporary file.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path target)
-      : target_(std::move(target)),
-        temp_(target_.string() + ".tmp" + std::to_string(::getpid())) {
-    file_ = std::fopen(temp_.c_str(), "wb");
+      : target_(std::move(target)), temp_(unique_temp_path(target_)) {
+    // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name.
+    file_ = std::fopen(temp_.c_str(), "wbx");
     if (file_ == nullptr) fail("cannot create");
   }
   AtomicFileWriter(const AtomicFileWriter&) = delete;
@@ -32,11 +41,16 @@ class AtomicFileWriter {
   }
 
   void write(const void* data, std::size_t size) {
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": already finished");
     if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
   }
   void write(std::string_view text) { write(text.data(), text.size()); }
 
-  void commit() {
+  /// Flushes and closes the temporary file: after this, only the rename of commit() is left,
+  /// so writers of files that belong together can all finish() before any of them commits.
+  void finish() {
+    if (finished_) return;
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": an earlier write failed");
     // fflush + fclose report a full disk that buffered fwrite calls did not.
     const bool flushed = std::fflush(file_) == 0;
     const int saved_errno = errno;
@@ -46,6 +60,11 @@ class AtomicFileWriter {
       errno = flushed ? errno : saved_errno;
       fail("cannot write");
     }
+    finished_ = true;
+  }
+
+  void commit() {
+    finish();
     std::error_code ec;
     std::filesystem::rename(temp_, target_, ec);
     if (ec) throw Error("tracetorch: cannot write " + target_.string() + ": " + ec.message());
@@ -60,6 +79,7 @@ class AtomicFileWriter {
   std::filesystem::path target_;
   std::filesystem::path temp_;
   std::FILE* file_ = nullptr;
+  bool finished_ = false;
   bool committed_ = false;
 };
 

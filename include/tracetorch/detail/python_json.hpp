@@ -19,8 +19,22 @@ inline void append_json_string(std::string& out, std::string_view text) {
     out += "\\u";
     for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 0xF];
   };
+  out.reserve(out.size() + text.size() + 2);
   out += '"';
   for (std::size_t i = 0; i < text.size(); ++i) {
+    // Printable ASCII other than '"' and '\\' is copied as is, a whole run at a time: traces
+    // are mostly that, and appending byte by byte dominated the JSON writing.
+    std::size_t plain = i;
+    while (plain < text.size()) {
+      const auto byte = static_cast<unsigned char>(text[plain]);
+      if (byte < 0x20 || byte >= 0x7F || byte == '"' || byte == '\\') break;
+      ++plain;
+    }
+    if (plain != i) {
+      out.append(text.data() + i, plain - i);
+      i = plain;
+      if (i == text.size()) break;
+    }
     const auto c = static_cast<unsigned char>(text[i]);
     switch (c) {
       case '"': out += "\\\""; continue;
@@ -68,6 +82,31 @@ inline void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
+inline void append_python_json(std::string& out, const boost::json::value& value, int depth, bool strip_values);
+
+/// An object as `json.dump(indent=2)` writes it. Its own overload, so that writing a
+/// boost::json::object does not first copy it into a boost::json::value.
+inline void append_python_json(std::string& out, const boost::json::object& object, int depth, bool strip_values) {
+  bool first = true;
+  for (const auto& entry : object) {
+    if (strip_values && entry.key() == "value") continue;
+    out += first ? "{" : ",";
+    first = false;
+    out += '\n';
+    out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
+    append_json_string(out, entry.key());
+    out += ": ";
+    append_python_json(out, entry.value(), depth + 1, strip_values);
+  }
+  if (first) {
+    out += "{}";
+  } else {
+    out += '\n';
+    out.append(static_cast<std::size_t>(depth) * 2, ' ');
+    out += '}';
+  }
+}
+
 /// Writes `value` as `json.dump(value, indent=2)` would; when `strip_values`, every object key
 /// "value" is left out (the _SUMMARY.json view).
 inline void append_python_json(std::string& out, const boost::json::value& value, int depth, bool strip_values) {
@@ -100,26 +139,7 @@ inline void append_python_json(std::string& out, const boost::json::value& value
       out += ']';
       break;
     }
-    case boost::json::kind::object: {
-      const auto& object = value.get_object();
-      bool first = true;
-      for (const auto& entry : object) {
-        if (strip_values && entry.key() == "value") continue;
-        out += first ? "{" : ",";
-        first = false;
-        newline(depth + 1);
-        append_json_string(out, entry.key());
-        out += ": ";
-        append_python_json(out, entry.value(), depth + 1, strip_values);
-      }
-      if (first) {
-        out += "{}";
-      } else {
-        newline(depth);
-        out += '}';
-      }
-      break;
-    }
+    case boost::json::kind::object: append_python_json(out, value.get_object(), depth, strip_values); break;
   }
 }
 
