@@ -1,0 +1,349 @@
+// tracetorch_bench: what tracing costs, as ratios to a plain LibTorch model, measured in one
+// run with the modes interleaved (so load that comes and goes hits every mode alike) and the
+// median of the repeats reported. See docs/performance.md.
+//
+//   tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]
+//                    [--tiny-config PATH]
+
+#include <llama/llama.hpp>
+#include <tracetorch/tracetorch.hpp>
+
+#include "plain_llama.hpp"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifndef TRACETORCH_BENCH_TINY_CONFIG
+#define TRACETORCH_BENCH_TINY_CONFIG "tests/data/tiny_llama/config.json"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Args {
+  std::string config = "both";
+  int repeats = 5;
+  fs::path out = "tracetorch-bench";
+  std::int64_t disk_mb = 512;
+  fs::path tiny_config = TRACETORCH_BENCH_TINY_CONFIG;
+  std::string modes = "abcde";  // which modes to time (a is always run: it is the baseline)
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "tracetorch_bench: " << why
+            << "\nusage: tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]"
+               " [--modes abcde] [--tiny-config PATH]\n";
+  std::exit(2);
+}
+
+Args parse_args(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--config") {
+      args.config = value();
+      if (args.config != "tiny" && args.config != "seed004" && args.config != "both") usage("unknown config " + args.config);
+    } else if (flag == "--repeats") {
+      args.repeats = std::stoi(value());
+      if (args.repeats < 1) usage("--repeats must be at least 1");
+    } else if (flag == "--out") {
+      args.out = value();
+    } else if (flag == "--disk-mb") {
+      args.disk_mb = std::stoll(value());
+    } else if (flag == "--modes") {
+      args.modes = value();
+    } else if (flag == "--tiny-config") {
+      args.tiny_config = value();
+    } else if (flag == "-h" || flag == "--help") {
+      usage("measures the cost of tracing");
+    } else {
+      usage("unknown option " + flag);
+    }
+  }
+  return args;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const auto n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string load_average() {
+  std::string text = read_text("/proc/loadavg");
+  std::istringstream in(text);
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+/// A line of /proc/self/status in MiB (VmRSS, VmHWM).
+double status_mib(const std::string& key) {
+  std::istringstream in(read_text("/proc/self/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1)) / 1024.0;  // kB
+  }
+  return -1;
+}
+
+/// Resets VmHWM to the current RSS (Linux >= 4.0); false where the kernel refuses.
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
+std::uint64_t bytes_under(const fs::path& dir) {
+  std::uint64_t total = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_regular_file()) total += entry.file_size();
+  }
+  return total;
+}
+
+/// Sequential write speed of the filesystem holding `dir`: `mb` MiB in 8 MiB writes, then
+/// fsync, timed together (MB/s, MB = 10^6 bytes).
+double disk_write_speed(const fs::path& dir, std::int64_t mb) {
+  const fs::path path = dir / "disk-speed.tmp";
+  std::vector<char> block(8 << 20);
+  for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 131 + 7);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + path.string());
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t written = 0;
+  const std::uint64_t wanted = static_cast<std::uint64_t>(mb) << 20;
+  while (written < wanted) {
+    const auto chunk = std::min<std::uint64_t>(block.size(), wanted - written);
+    const auto n = ::write(fd, block.data(), chunk);
+    if (n <= 0) throw std::runtime_error("cannot write " + path.string());
+    written += static_cast<std::uint64_t>(n);
+  }
+  ::fsync(fd);
+  const double elapsed = seconds_since(start);
+  ::close(fd);
+  fs::remove(path);
+  return static_cast<double>(written) / 1e6 / elapsed;
+}
+
+struct NamedConfig {
+  std::string name;
+  llama::LlamaConfig config;
+  fs::path weights;  // empty: the seeded random initialisation
+};
+
+plain_llama::Config plain_config(const llama::LlamaConfig& c) {
+  plain_llama::Config p;
+  p.vocab_size = c.vocab_size;
+  p.hidden_size = c.hidden_size;
+  p.intermediate_size = c.intermediate_size;
+  p.num_hidden_layers = c.num_hidden_layers;
+  p.num_attention_heads = c.num_attention_heads;
+  p.num_key_value_heads = c.num_key_value_heads;
+  p.rms_norm_eps = c.rms_norm_eps;
+  p.rope_theta = c.rope_theta;
+  return p;
+}
+
+/// Copies every parameter of `from` into the parameter of `to` with the same name; the two
+/// models must have exactly the same names and shapes.
+void copy_weights(torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  auto source = from.named_parameters(/*recurse=*/true);
+  auto target = to.named_parameters(/*recurse=*/true);
+  if (source.size() != target.size()) throw std::runtime_error("the plain and annotated models differ in parameter count");
+  for (const auto& item : source) {
+    auto* found = target.find(item.key());
+    if (found == nullptr) throw std::runtime_error("the plain model has no parameter " + item.key());
+    found->copy_(item.value());
+  }
+}
+
+enum Mode { kPlain, kAnnotated, kCapture, kDebugRepr, kDebugFiles, kModes };
+const char* const kModeNames[kModes] = {
+    "(a) plain LibTorch", "(b) annotated, no trace", "(c) capture hidden_states+attentions",
+    "(d) debugger use_repr=true", "(e) debugger use_repr=false"};
+
+struct Result {
+  std::vector<double> times[kModes];
+  std::uint64_t files_bytes = 0;
+  int calls_per_sample = 1;
+  double peak_rss_mib[kModes] = {};
+  double rss_before_mib[kModes] = {};
+};
+
+Result run_config(const NamedConfig& named, const Args& args) {
+  torch::NoGradGuard no_grad;  // inference, as the debugger runs it
+  std::cerr << "[" << named.name << "] building models\n";
+  torch::manual_seed(0);
+  llama::LlamaModel model(named.config);
+  if (!named.weights.empty()) llama::load_state_dict(*model, named.weights);
+  plain_llama::Model plain(plain_config(named.config));
+  copy_weights(*model, *plain);
+  torch::manual_seed(1);
+  const auto input_ids = torch::randint(named.config.vocab_size, {4, 30}, torch::kLong);
+
+  const auto plain_out = plain->forward(input_ids);
+  const auto annotated_out = model(input_ids).last_hidden_state;
+  if (!torch::equal(plain_out, annotated_out)) {
+    throw std::runtime_error(named.name + ": the plain and annotated models give different outputs");
+  }
+
+  const fs::path repr_dir = args.out / (named.name + "_repr");
+  const fs::path files_dir = args.out / (named.name + "_safetensors");
+  fs::remove_all(repr_dir);
+  fs::remove_all(files_dir);
+  Result result;
+  const auto run = [&](Mode mode) {
+    switch (mode) {
+      case kPlain: (void)plain->forward(input_ids); break;
+      case kAnnotated: (void)model(input_ids); break;
+      case kCapture: {
+        const auto out = model(input_ids, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
+        if (!out.hidden_states || out.hidden_states->size() != static_cast<std::size_t>(named.config.num_hidden_layers + 1) ||
+            !out.attentions || out.attentions->size() != static_cast<std::size_t>(named.config.num_hidden_layers)) {
+          throw std::runtime_error(named.name + ": capture returned the wrong number of tensors");
+        }
+        break;
+      }
+      case kDebugRepr: {
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = repr_dir, .do_prune_layers = false, .use_repr = true});
+        (void)model(input_ids);
+        break;
+      }
+      case kDebugFiles: {
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = false, .use_repr = false});
+        (void)model(input_ids);
+        break;
+      }
+      case kModes: break;
+    }
+  };
+  const auto selected = [&](int m) { return m == kPlain || args.modes.find(static_cast<char>('a' + m)) != std::string::npos; };
+  // A tiny forward takes milliseconds: each sample then times several calls in a row.
+  const auto start_warm = std::chrono::steady_clock::now();
+  run(kPlain);
+  const int calls_per_sample = static_cast<int>(std::clamp(0.05 / seconds_since(start_warm), 1.0, 50.0));
+  for (int m = 0; m < kModes; ++m) if (selected(m)) run(static_cast<Mode>(m));  // warm-up, not counted
+  result.calls_per_sample = calls_per_sample;
+  for (int r = 0; r < args.repeats; ++r) {
+    std::cerr << "[" << named.name << "] repeat " << (r + 1) << "/" << args.repeats << " (load " << load_average() << ")\n";
+    for (int m = 0; m < kModes; ++m) {
+      if (!selected(m)) continue;
+      const auto start = std::chrono::steady_clock::now();
+      for (int call = 0; call < calls_per_sample; ++call) run(static_cast<Mode>(m));
+      result.times[m].push_back(seconds_since(start) / calls_per_sample);
+    }
+  }
+  if (fs::exists(files_dir)) result.files_bytes = bytes_under(files_dir);
+  // Peak RSS, outside the timed runs: reset the high-water mark, run once, read it.
+  for (const Mode mode : {kPlain, kDebugFiles}) {
+    if (!selected(mode)) continue;
+    ::malloc_trim(0);
+    if (!reset_peak_rss()) break;
+    result.rss_before_mib[mode] = status_mib("VmRSS");
+    run(mode);
+    result.peak_rss_mib[mode] = status_mib("VmHWM");
+  }
+  return result;
+}
+
+std::string cpu_model() {
+  std::istringstream in(read_text("/proc/cpuinfo"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Args args = parse_args(argc, argv);
+  fs::create_directories(args.out);
+  std::vector<NamedConfig> configs;
+  if (args.config == "tiny" || args.config == "both") {
+    NamedConfig tiny{"tiny", llama::LlamaConfig::from_json_file(args.tiny_config), {}};
+    const auto weights = args.tiny_config.parent_path() / "model.safetensors";
+    if (fs::exists(weights)) tiny.weights = weights;
+    configs.push_back(tiny);
+  }
+  if (args.config == "seed004" || args.config == "both") configs.push_back({"seed004", llama::LlamaConfig{}, {}});
+
+  const std::string load_start = load_average();
+  std::cerr << "measuring the disk's sequential write speed (" << args.disk_mb << " MiB, fsync)\n";
+  const double disk_mbps = args.disk_mb > 0 ? disk_write_speed(args.out, args.disk_mb) : 0.0;
+  std::vector<std::pair<std::string, Result>> results;
+  for (const auto& named : configs) results.emplace_back(named.name, run_config(named, args));
+  const std::string load_end = load_average();
+
+  std::cout << "tracetorch_bench: " << cpu_model() << ", " << ::sysconf(_SC_NPROCESSORS_ONLN) << " CPUs online, "
+            << "torch threads " << torch::get_num_threads() << " (interop " << torch::get_num_interop_threads() << "), "
+            << args.repeats << " repeats, batch 4 x seq 30\n";
+  std::cout << "load average (1/5/15 min): " << load_start << " at start, " << load_end << " at end\n";
+  std::cout << "disk sequential write (" << args.disk_mb << " MiB + fsync, " << fs::absolute(args.out).string()
+            << "): " << std::fixed << std::setprecision(0) << disk_mbps << " MB/s\n\n";
+  std::cout << "| config | mode | median s | min s | ratio to (a) | notes |\n";
+  std::cout << "| --- | --- | --- | --- | --- | --- |\n";
+  for (const auto& [name, result] : results) {
+    const double baseline = median(result.times[kPlain]);
+    for (int m = 0; m < kModes; ++m) {
+      if (result.times[m].empty()) continue;
+      const double med = median(result.times[m]);
+      std::ostringstream notes;
+      notes << std::fixed << std::setprecision(0);
+      if (m == kPlain && result.calls_per_sample > 1) notes << result.calls_per_sample << " calls per sample; ";
+      if (m == kDebugFiles) {
+        const double mb = static_cast<double>(result.files_bytes) / 1e6;
+        const double mbps = mb / med;
+        notes << std::setprecision(1) << mb << " MB written, " << std::setprecision(0) << mbps << " MB/s";
+        if (disk_mbps > 0) notes << " (" << 100.0 * mbps / disk_mbps << "% of disk)";
+        notes << "; ";
+      }
+      if (result.peak_rss_mib[m] > 0) {
+        notes << "peak RSS " << result.peak_rss_mib[m] << " MiB (+" << result.peak_rss_mib[m] - result.rss_before_mib[m]
+              << " over the model)";
+      }
+      std::cout << "| " << name << " | " << kModeNames[m] << " | " << std::setprecision(4) << med << " | "
+                << *std::min_element(result.times[m].begin(), result.times[m].end()) << " | " << std::setprecision(3)
+                << med / baseline << " | " << notes.str() << " |\n";
+    }
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "tracetorch_bench: " << e.what() << "\n";
+  return 1;
+}

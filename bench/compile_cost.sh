@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Compile cost of tracetorch (docs/performance.md): times translation units with and without
+# tracetorch, same compiler and flags as the CMake Release build, no precompiled header, and
+# prints the median of N runs of each and the ratios.
+#   bench/compile_cost.sh [N]        (run from the repository root; default N=3)
+set -euo pipefail
+runs=${1:-3}
+cxx=${CXX:-c++}
+root=$(pwd)
+flags=(-O3 -DNDEBUG -D_GLIBCXX_USE_CXX11_ABI=1 -std=gnu++20 -I"$root/include" -I"$root/examples" -I"$root/bench"
+       -isystem /usr/include/torch/csrc/api/include -DBOOST_JSON_NO_LIB -DBOOST_CONTAINER_NO_LIB)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+printf '#include <torch/torch.h>\n' > "$work/torch_only.cpp"
+printf '#include <torch/torch.h>\n#include <tracetorch/tracetorch.hpp>\n' > "$work/torch_and_tracetorch.cpp"
+
+median_seconds() {  # median wall time of $runs compilations of $1
+  local times=()
+  for _ in $(seq "$runs"); do
+    local start end
+    start=$(date +%s.%N)
+    "$cxx" "${flags[@]}" -c "$1" -o "$work/out.o"
+    end=$(date +%s.%N)
+    times+=("$(echo "$end - $start" | bc -l)")
+  done
+  printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
+}
+
+echo "compiler: $("$cxx" --version | head -1); $runs runs each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+plain=$(median_seconds "$root/bench/plain_llama.cpp")
+annotated=$(median_seconds "$root/examples/llama/llama.cpp")
+torch_only=$(median_seconds "$work/torch_only.cpp")
+with_tracetorch=$(median_seconds "$work/torch_and_tracetorch.cpp")
+printf '| translation unit | median s | ratio |\n| --- | --- | --- |\n'
+printf '| <torch/torch.h> alone | %.2f | 1.00 |\n' "$torch_only"
+printf '| <torch/torch.h> + <tracetorch/tracetorch.hpp> | %.2f | %.3f |\n' "$with_tracetorch" "$(echo "$with_tracetorch / $torch_only" | bc -l)"
+printf '| Llama, plain LibTorch (bench/plain_llama.cpp) | %.2f | 1.00 |\n' "$plain"
+printf '| Llama, annotated (examples/llama/llama.cpp) | %.2f | %.3f |\n' "$annotated" "$(echo "$annotated / $plain" | bc -l)"
