@@ -58,24 +58,6 @@ struct Token {
   int line;
 };
 
-void append_utf8(std::string& out, std::uint32_t code) {
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    out += static_cast<char>(0xE0 | (code >> 12));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code >> 18));
-    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-}
-
 bool is_identifier_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -220,7 +202,7 @@ class Lexer {
       const std::size_t want = c == 'u' ? 4 : 8;
       const auto [value, n] = hex_digits(want);
       if (n != want || value > 0x10FFFF) fail(line, std::string("bad \\") + c + " escape in a string literal");
-      append_utf8(out, value);
+      tracetorch::detail::append_utf8(out, value);  // python_repr.hpp's
     } else if (c >= '0' && c <= '7') {
       std::uint32_t value = static_cast<std::uint32_t>(c - '0');
       for (int k = 0; k < 2 && pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '7'; ++k) {
