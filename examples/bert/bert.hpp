@@ -169,6 +169,9 @@ struct BertDecoderModelImpl : torch::nn::Module {
     });
   }
 
+  /// transformers' get_input_embeddings(): what turns input_ids into inputs_embeds.
+  tracetorch::nn::Embedding get_input_embeddings() const { return embeddings->word_embeddings; }
+
   BertConfig config;
   BertEmbeddings embeddings{nullptr};
   tracetorch::nn::ModuleList layer{nullptr};
