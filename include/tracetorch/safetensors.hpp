@@ -621,13 +621,14 @@ inline torch::Tensor load_single(const std::filesystem::path& path, std::string_
   return Reader(path).load(key);
 }
 
-/// Writes `tensors` (any device, layout strided, any strides) and `metadata` to `path`,
-/// byte for byte as the reference writer does: entries sorted by name, data in that order.
-/// The file appears only once complete (written beside it, then renamed). Throws Error for
-/// duplicate or invalid (non-UTF-8, "__metadata__") names, dtypes safetensors cannot hold,
-/// undefined or sparse tensors, and I/O failures.
-inline void save(const std::filesystem::path& path, const NamedTensors& tensors,
-                 const std::map<std::string, std::string>& metadata = {}) {
+}  // namespace tracetorch::safetensors
+
+namespace tracetorch::detail {
+
+/// The whole file into `writer`; `path` names the file in errors. Nothing is written before
+/// everything is checked.
+inline void write_safetensors(AtomicFileWriter& writer, const std::filesystem::path& path,
+                              const safetensors::NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
   std::vector<const std::pair<std::string, torch::Tensor>*> sorted;
   sorted.reserve(tensors.size());
   for (const auto& item : tensors) sorted.push_back(&item);
@@ -684,7 +685,6 @@ inline void save(const std::filesystem::path& path, const NamedTensors& tensors,
   unsigned char length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(std::uint64_t(json.size()) >> (8 * i));
 
-  detail::AtomicFileWriter writer(path);
   writer.write(length, sizeof length);
   writer.write(json);
   for (const auto* item : sorted) {
@@ -706,6 +706,21 @@ inline void save(const std::filesystem::path& path, const NamedTensors& tensors,
     }
     writer.write(tensor.data_ptr(), static_cast<std::size_t>(tensor.numel()) * tensor.element_size());
   }
+}
+
+}  // namespace tracetorch::detail
+
+namespace tracetorch::safetensors {
+
+/// Writes `tensors` (any device, layout strided, any strides) and `metadata` to `path`,
+/// byte for byte as the reference writer does: entries sorted by name, data in that order.
+/// The file appears only once complete (written beside it, then renamed). Throws Error for
+/// duplicate or invalid (non-UTF-8, "__metadata__") names, dtypes safetensors cannot hold,
+/// undefined or sparse tensors, and I/O failures.
+inline void save(const std::filesystem::path& path, const NamedTensors& tensors,
+                 const std::map<std::string, std::string>& metadata = {}) {
+  detail::AtomicFileWriter writer(path);
+  detail::write_safetensors(writer, path, tensors, metadata);
   writer.commit();
 }
 

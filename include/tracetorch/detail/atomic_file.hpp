@@ -63,6 +63,15 @@ class AtomicFileWriter {
     finished_ = true;
   }
 
+  /// finish(), then hands the temporary file over to the caller, who renames or removes it:
+  /// for files committed together later (the debugger's tensor files), without a second copy
+  /// or rename.
+  std::filesystem::path release() {
+    finish();
+    committed_ = true;
+    return temp_;
+  }
+
   void commit() {
     finish();
     std::error_code ec;
