@@ -696,10 +696,19 @@ constexpr bool names_match(std::tuple<Tests...>*) {
 static_assert(names_match(static_cast<all_common_tests*>(nullptr)),
               "tracetorch::testing: common_test_names and the test structs disagree");
 
-/// The doctest entry point of one common test for one tester; never called for a skipped one.
+/// The doctest entry point of one common test for one tester. A skipped test is called only
+/// under doctest's --no-skip; its body may not even compile for this model, so it says why
+/// nothing ran instead of passing silently.
 template <class Tester, class Test>
 void run_common_test() {
-  if constexpr (skip_reason<Tester>(Test::name) == nullptr) Test::template run<Tester>();
+  if constexpr (skip_reason<Tester>(Test::name) == nullptr) {
+    Test::template run<Tester>();
+  } else {
+    // Strings, not const char*: doctest prints a char pointer as an address.
+    const std::string why = std::string(Tester::model_name) + " skips " + std::string(Test::name) +
+                            ", so --no-skip has nothing to run: " + skip_reason<Tester>(Test::name);
+    DOCTEST_WARN_MESSAGE(false, why);
+  }
 }
 
 /// Test names live as long as the program: doctest keeps the pointers.
