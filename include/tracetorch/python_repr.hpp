@@ -41,6 +41,92 @@ inline constexpr std::int64_t kPrintLineWidth = 120;
 // Large enough for '{:.4f}' of the largest double (309 integer digits).
 inline constexpr std::size_t kFloatBuffer = 400;
 
+/// Writes `digits` decimal digits of `value` (zero-padded on the left), returns the end.
+inline char* append_digits(char* out, std::uint64_t value, int digits) {
+  for (int i = digits - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  return out + digits;
+}
+
+/// `value` (non-negative, below 2^53) rounded to an integer, half to even, whatever the
+/// floating-point rounding mode: floor is exact and so is the subtraction (Sterbenz).
+inline std::uint64_t round_half_even(double value) {
+  const double whole = std::floor(value);
+  const double fraction = value - whole;
+  auto rounded = static_cast<std::uint64_t>(whole);
+  if (fraction > 0.5 || (fraction == 0.5 && rounded % 2 == 1)) ++rounded;
+  return rounded;
+}
+
+inline int decimal_digit_count(std::uint64_t value) {
+  int digits = 1;
+  while (value >= 10) {
+    value /= 10;
+    ++digits;
+  }
+  return digits;
+}
+
+/// The fast path of format_python_float, for the values print shows most: those a float32
+/// holds (float32, float16 and bfloat16 tensors). Such a value times 10^k (k <= 12) is exact
+/// in a double (24 + 28 significant bits), so rounding that product to an integer, half to
+/// even, rounds the decimal expansion exactly as Python does, several times faster than
+/// std::to_chars. Returns 0 where it does not apply (doubles, huge or tiny values).
+inline std::size_t format_float_exactly(char* buf, double v, bool sci, int precision) {
+  static constexpr double kPow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12};
+  constexpr int kMaxScale = 12;
+  if (precision < 0 || precision > 8 || !std::isfinite(v) || static_cast<double>(static_cast<float>(v)) != v) return 0;
+  const double magnitude = std::fabs(v);
+  char* out = buf;
+  if (std::signbit(v)) *out++ = '-';
+  if (!sci) {
+    const double scaled = magnitude * kPow10[precision];
+    if (!(scaled < 1e15)) return 0;
+    const std::uint64_t units = round_half_even(scaled);
+    const auto one = static_cast<std::uint64_t>(kPow10[precision]);
+    const std::uint64_t whole = units / one;
+    out = append_digits(out, whole, decimal_digit_count(whole));
+    if (precision > 0) {
+      *out++ = '.';
+      out = append_digits(out, units % one, precision);
+    }
+    return static_cast<std::size_t>(out - buf);
+  }
+  if (magnitude == 0) return 0;  // "0.0000e+00": rare, left to to_chars
+  // d.ddd x 10^exponent: the mantissa digits are round(|v| * 10^(precision - exponent)).
+  // A first guess from a table (no log10); the loop below corrects it by one either way.
+  static constexpr double kDecades[] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5};
+  if (magnitude < kDecades[0] || magnitude >= kDecades[13]) return 0;
+  int exponent = -8;
+  while (magnitude >= kDecades[exponent + 9]) ++exponent;
+  std::uint64_t mantissa = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int scale = precision - exponent;
+    if (scale < 0 || scale > kMaxScale) return 0;
+    mantissa = round_half_even(magnitude * kPow10[scale]);
+    if (mantissa >= static_cast<std::uint64_t>(kPow10[precision + 1])) {
+      ++exponent;  // log10 was low, or rounding carried into a new digit (9.99995 -> 1.0000e+01)
+    } else if (mantissa < static_cast<std::uint64_t>(kPow10[precision])) {
+      --exponent;  // log10 was high
+    } else {
+      const auto lead = static_cast<std::uint64_t>(kPow10[precision]);
+      *out++ = static_cast<char>('0' + mantissa / lead);
+      if (precision > 0) {
+        *out++ = '.';
+        out = append_digits(out, mantissa % lead, precision);
+      }
+      *out++ = 'e';
+      *out++ = exponent < 0 ? '-' : '+';
+      const auto exponent_magnitude = static_cast<std::uint64_t>(exponent < 0 ? -exponent : exponent);
+      out = append_digits(out, exponent_magnitude, std::max(2, decimal_digit_count(exponent_magnitude)));
+      return static_cast<std::size_t>(out - buf);
+    }
+  }
+  return 0;
+}
+
 /// Python's `format(v, '.{precision}e')` (sci) or `format(v, '.{precision}f')`. Both sides
 /// round the exact binary value correctly (half-even), so std::to_chars with a precision
 /// matches Python digit for digit; only the non-finite spellings differ (Python never signs
@@ -58,6 +144,7 @@ inline std::size_t format_python_float(char* buf, double v, bool sci, int precis
     std::memcpy(buf, "inf", 3);
     return 3;
   }
+  if (const std::size_t len = format_float_exactly(buf, v, sci, precision)) return len;
   const auto fmt = sci ? std::chars_format::scientific : std::chars_format::fixed;
   const auto result = std::to_chars(buf, buf + kFloatBuffer, v, fmt, precision);
   return static_cast<std::size_t>(result.ptr - buf);
@@ -968,6 +1055,24 @@ inline std::string python_repr(const torch::Tensor& tensor) {
   detail::add_suffixes(out, suffixes, indent, t.is_sparse());
   return out;
 }
+
+namespace detail {
+
+/// repr() of a 0-d CPU tensor of `type` holding `value`, with no autograd history, made
+/// without creating the tensor: "tensor(0.1234)", "tensor(nan, dtype=torch.float16)".
+inline std::string scalar_tensor_repr(double value, c10::ScalarType type) {
+  ShownData data;
+  data.kind = ShownData::Kind::floating;
+  data.re.push_back(value);
+  std::string out = "tensor(";
+  BodyWriter(data, {}, false).write(out, 7);
+  std::vector<std::string> suffixes;
+  if (type != c10::typeMetaToScalarType(c10::get_default_dtype())) suffixes.push_back("dtype=" + python_dtype_repr(type));
+  add_suffixes(out, suffixes, 7, false);
+  return out;
+}
+
+}  // namespace detail
 
 /// print(tensor) as lines (str.splitlines()).
 inline std::vector<std::string> python_print_lines(const torch::Tensor& tensor) {
