@@ -320,15 +320,9 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     record["shape"] = json_text(python_shape_repr(tensor.sizes()));
     record["dtype"] = json_text(python_dtype_repr(tensor.scalar_type()));
     if (options_.use_repr) {
-      // print(tensor).splitlines(), each line straight into the JSON array.
-      const std::string text = python_repr(tensor);
+      // python_print_lines, but each line straight into the JSON array.
       boost::json::array lines;
-      for (std::size_t start = 0;;) {
-        const auto end = text.find('\n', start);
-        lines.emplace_back(std::string_view(text).substr(start, end == std::string::npos ? end : end - start));
-        if (end == std::string::npos) break;
-        start = end + 1;
-      }
+      for_each_line(python_repr(tensor), [&](std::string_view line) { lines.emplace_back(line); });
       record["value"] = std::move(lines);
     } else {
       const std::string file_name = file_name_for(prefix) + ".safetensors";

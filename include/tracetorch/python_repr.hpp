@@ -107,9 +107,9 @@ inline std::size_t format_float_exactly(char* buf, double v, bool sci, int preci
     if (scale < 0 || scale > kMaxScale) return 0;
     mantissa = round_half_even(magnitude * kPow10[scale]);
     if (mantissa >= static_cast<std::uint64_t>(kPow10[precision + 1])) {
-      ++exponent;  // log10 was low, or rounding carried into a new digit (9.99995 -> 1.0000e+01)
+      ++exponent;  // the guess was low, or rounding carried into a new digit (9.99995 -> 1.0000e+01)
     } else if (mantissa < static_cast<std::uint64_t>(kPow10[precision])) {
-      --exponent;  // log10 was high
+      --exponent;  // the guess was high
     } else {
       const auto lead = static_cast<std::uint64_t>(kPow10[precision]);
       *out++ = static_cast<char>('0' + mantissa / lead);
@@ -1074,20 +1074,30 @@ inline std::string scalar_tensor_repr(double value, c10::ScalarType type) {
 
 }  // namespace detail
 
-/// print(tensor) as lines (str.splitlines()).
-inline std::vector<std::string> python_print_lines(const torch::Tensor& tensor) {
-  const std::string text = python_repr(tensor);
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  for (;;) {
+namespace detail {
+
+/// Calls `line(std::string_view)` for each line of `text`, split at '\n' (a repr has no other
+/// line breaks, so this is str.splitlines() for it).
+template <class LineFn>
+void for_each_line(std::string_view text, LineFn&& line) {
+  for (std::size_t start = 0;;) {
     const auto end = text.find('\n', start);
-    if (end == std::string::npos) {
-      lines.emplace_back(text, start);
-      return lines;
+    if (end == std::string_view::npos) {
+      line(text.substr(start));
+      return;
     }
-    lines.emplace_back(text, start, end - start);
+    line(text.substr(start, end - start));
     start = end + 1;
   }
+}
+
+}  // namespace detail
+
+/// print(tensor) as lines (str.splitlines()).
+inline std::vector<std::string> python_print_lines(const torch::Tensor& tensor) {
+  std::vector<std::string> lines;
+  detail::for_each_line(python_repr(tensor), [&](std::string_view line) { lines.emplace_back(line); });
+  return lines;
 }
 
 }  // namespace tracetorch
