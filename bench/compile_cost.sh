@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Compile cost of tracetorch (docs/performance.md): times translation units with and without
 # tracetorch, same compiler and flags as the CMake Release build, no precompiled header, and
-# prints the median of N runs of each and the ratios.
+# prints the median of N runs of each and the ratios. The Llama rows compare the model's own
+# translation unit (examples/llama/llama.cpp: modules and forwards, annotated, with the light
+# includes model code needs) with the same model in plain LibTorch (bench/plain_llama.cpp);
+# the TRACETORCH_DISABLE row is the annotated one with tracing compiled out (headers only).
 #   bench/compile_cost.sh [N]        (run from the repository root; default N=3)
 set -euo pipefail
 runs=${1:-3}
@@ -13,6 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf '#include <torch/torch.h>\n' > "$work/torch_only.cpp"
 printf '#include <torch/torch.h>\n#include <tracetorch/tracetorch.hpp>\n' > "$work/torch_and_tracetorch.cpp"
+printf '#include <torch/torch.h>\n#include <tracetorch/capture.hpp>\n#include <tracetorch/module.hpp>\n#include <tracetorch/nn.hpp>\n' > "$work/torch_and_model_headers.cpp"
 
 median_seconds() {  # median wall time of $runs compilations of $1
   local times=()
@@ -29,10 +33,16 @@ median_seconds() {  # median wall time of $runs compilations of $1
 echo "compiler: $("$cxx" --version | head -1); $runs runs each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 plain=$(median_seconds "$root/bench/plain_llama.cpp")
 annotated=$(median_seconds "$root/examples/llama/llama.cpp")
+flags+=(-DTRACETORCH_DISABLE)
+disabled=$(median_seconds "$root/examples/llama/llama.cpp")
+unset 'flags[-1]'
 torch_only=$(median_seconds "$work/torch_only.cpp")
 with_tracetorch=$(median_seconds "$work/torch_and_tracetorch.cpp")
+with_model_headers=$(median_seconds "$work/torch_and_model_headers.cpp")
 printf '| translation unit | median s | ratio |\n| --- | --- | --- |\n'
 printf '| <torch/torch.h> alone | %.2f | 1.00 |\n' "$torch_only"
 printf '| <torch/torch.h> + <tracetorch/tracetorch.hpp> | %.2f | %.3f |\n' "$with_tracetorch" "$(echo "$with_tracetorch / $torch_only" | bc -l)"
+printf '| <torch/torch.h> + module.hpp, nn.hpp, capture.hpp (what model code needs) | %.2f | %.3f |\n' "$with_model_headers" "$(echo "$with_model_headers / $torch_only" | bc -l)"
 printf '| Llama, plain LibTorch (bench/plain_llama.cpp) | %.2f | 1.00 |\n' "$plain"
+printf '| Llama, annotated, TRACETORCH_DISABLE | %.2f | %.3f |\n' "$disabled" "$(echo "$disabled / $plain" | bc -l)"
 printf '| Llama, annotated (examples/llama/llama.cpp) | %.2f | %.3f |\n' "$annotated" "$(echo "$annotated / $plain" | bc -l)"

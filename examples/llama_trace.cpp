@@ -7,6 +7,8 @@
 
 #include "llama/llama.hpp"
 
+#include <tracetorch/tracetorch.hpp>
+
 #include <boost/json.hpp>
 
 #include <charconv>

@@ -2,6 +2,7 @@
 // the patch mapping; on toy models, the Llama fixture and the BERT-style cross-attention model.
 
 #include <doctest/doctest.h>
+#include <tracetorch/tracetorch.hpp>
 
 #include <atomic>
 #include <thread>

@@ -1,6 +1,7 @@
 // tracetorch/debugger.hpp: the model addition debugger against the Python reference traces.
 
 #include <doctest/doctest.h>
+#include <tracetorch/tracetorch.hpp>
 
 #include "llama/llama.hpp"
 #include "test_helpers.hpp"

@@ -4,6 +4,7 @@
 // lists each case and its result.
 
 #include <doctest/doctest.h>
+#include <tracetorch/tracetorch.hpp>
 
 #include "llama/llama.hpp"
 #include "test_helpers.hpp"

@@ -5,7 +5,13 @@
 // attention, rotary embeddings, eager attention that returns its weights. Annotated with
 // tracetorch, so its traces line up with transformers' LlamaModel module by module.
 
-#include <tracetorch/tracetorch.hpp>
+// Model code needs only the annotation, the traced layers and output capture; a program that
+// traces includes <tracetorch/tracetorch.hpp>. The lighter includes keep Boost.JSON, the
+// debugger and std::regex out of this translation unit (docs/performance.md, compile cost).
+#include <tracetorch/capture.hpp>
+#include <tracetorch/error.hpp>
+#include <tracetorch/module.hpp>
+#include <tracetorch/nn.hpp>
 
 #include <cstdint>
 #include <filesystem>

@@ -36,10 +36,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -350,7 +351,10 @@ namespace detail {
 
 struct PatchEntry {
   std::string key;
-  std::regex pattern;
+  // The compiled pattern behind a function: std::regex's matcher is instantiated only where
+  // a mapping is registered, not in every translation unit that captures outputs (it is the
+  // largest code std::regex makes, seconds of compile time).
+  std::function<bool(std::string_view)> matches;
   PatchReplacement replacement;
 };
 
@@ -366,56 +370,6 @@ inline PatchRegistry& patch_registry() {
 
 }  // namespace detail
 
-/// Maps original class names (exact names or regex patterns, tried with regex search) to
-/// replacement types. All-or-nothing: a key already registered (unless `overwrite`) or an
-/// invalid pattern is a tracetorch::Error and nothing is registered.
-inline void register_patch_mapping(const std::vector<std::pair<std::string, PatchReplacement>>& mapping,
-                                   bool overwrite = false) {
-  std::vector<detail::PatchEntry> prepared;
-  prepared.reserve(mapping.size());
-  for (const auto& [key, value] : mapping) {
-    try {
-      prepared.push_back({key, std::regex(key, std::regex::ECMAScript), value});
-    } catch (const std::regex_error& error) {
-      throw Error("tracetorch: register_patch_mapping: \"" + key + "\" is not a valid pattern: " + error.what());
-    }
-  }
-  auto& registry = detail::patch_registry();
-  std::lock_guard lock(registry.mutex);
-  const auto find = [&](const std::string& key) {
-    return std::find_if(registry.entries.begin(), registry.entries.end(), [&](const auto& e) { return e.key == key; });
-  };
-  for (std::size_t i = 0; i < prepared.size(); ++i) {
-    const bool twice_here = std::any_of(prepared.begin(), prepared.begin() + static_cast<std::ptrdiff_t>(i),
-                                        [&](const auto& e) { return e.key == prepared[i].key; });
-    if (!overwrite && (twice_here || find(prepared[i].key) != registry.entries.end())) {
-      throw Error("tracetorch: register_patch_mapping: \"" + prepared[i].key +
-                  "\" is already registered (pass overwrite = true to replace it)");
-    }
-  }
-  for (auto& entry : prepared) {
-    const auto existing = find(entry.key);
-    if (existing != registry.entries.end()) {
-      *existing = std::move(entry);
-    } else {
-      registry.entries.push_back(std::move(entry));
-    }
-  }
-}
-
-/// Removes registered keys; a key that is not registered is a tracetorch::Error (and nothing
-/// is removed).
-inline void unregister_patch_mapping(const std::vector<std::string>& keys) {
-  auto& registry = detail::patch_registry();
-  std::lock_guard lock(registry.mutex);
-  for (const auto& key : keys) {
-    if (std::none_of(registry.entries.begin(), registry.entries.end(), [&](const auto& e) { return e.key == key; })) {
-      throw Error("tracetorch: unregister_patch_mapping: \"" + key + "\" is not registered");
-    }
-  }
-  std::erase_if(registry.entries, [&](const auto& e) { return std::find(keys.begin(), keys.end(), e.key) != keys.end(); });
-}
-
 /// The registered replacement for a class name: an exact key first, then the first pattern (in
 /// registration order) that regex-searches successfully in the name.
 inline std::optional<PatchReplacement> find_patch_replacement(std::string_view class_name) {
@@ -425,7 +379,7 @@ inline std::optional<PatchReplacement> find_patch_replacement(std::string_view c
     if (entry.key == class_name) return entry.replacement;
   }
   for (const auto& entry : registry.entries) {
-    if (std::regex_search(class_name.begin(), class_name.end(), entry.pattern)) return entry.replacement;
+    if (entry.matches(class_name)) return entry.replacement;
   }
   return std::nullopt;
 }

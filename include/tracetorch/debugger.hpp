@@ -57,6 +57,104 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
 
 namespace detail {
 
+/// Turns one tensor into its JSON record; `prefix` is the file stem transformers would use.
+class TensorEncoder {
+ public:
+  virtual boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix) = 0;
+
+ protected:
+  ~TensorEncoder() = default;
+};
+
+/// A JSON string value (boost::json::value has no implicit constructor from std::string).
+inline boost::json::value json_text(std::string_view text) { return boost::json::string(text); }
+
+/// Builds the JSON of a call's inputs or outputs as transformers' `_serialize_io` does: leaves
+/// as their Python repr, tensors through the encoder, each named by its place in the call
+/// (`<prefix>_args_0`, `<prefix>_kwargs_<name>`, then `_<index>` or `_<key>` per level).
+class TraceJsonBuilder final : public ArgumentVisitor {
+ public:
+  TraceJsonBuilder(std::string prefix, TensorEncoder& encoder)
+      : prefix_(std::move(prefix)), base_size_(prefix_.size()), encoder_(encoder) {}
+
+  /// The one value visited (a call's result).
+  boost::json::value take_value() { return std::move(root_); }
+  /// `{"args": [...], "kwargs": {...}}`, empty parts dropped unless `keep_empty`.
+  boost::json::object take_arguments(bool keep_empty) {
+    boost::json::object out;
+    if (keep_empty || !positional_.empty()) out["args"] = std::move(positional_);
+    if (keep_empty || !keywords_.empty()) out["kwargs"] = std::move(keywords_);
+    return out;
+  }
+
+  void none() override { place("None"); }
+  void boolean(bool value) override { place(value ? "True" : "False"); }
+  void integer(std::int64_t value) override { place(json_text(std::to_string(value))); }
+  void floating(double value) override { place(json_text(python_repr(value))); }
+  void string(std::string_view value) override { place(json_text(python_repr(value))); }
+  void dtype(c10::ScalarType value) override { place(json_text(python_dtype_repr(value))); }
+  void tensor(const torch::Tensor& value) override { place(encoder_.encode(value, prefix_)); }
+  void opaque(std::string_view type_name) override {
+    // Python's default repr, with the address already sanitised as the debugger does.
+    place(json_text("<" + std::string(type_name) + " object at 0xXXXXXXXX>"));
+  }
+  void begin_sequence() override { open(boost::json::array()); }
+  void begin_mapping() override { open(boost::json::object()); }
+  void element(std::size_t index) override {
+    name_next(std::to_string(index));
+    next_ = &open_.back().container->as_array().emplace_back(nullptr);
+  }
+  void entry(std::string_view key) override {
+    name_next(key);
+    next_ = &open_.back().container->as_object()[key];
+  }
+  void end() override { open_.pop_back(); }
+  void positional(std::size_t index) override {
+    prefix_.resize(base_size_);
+    prefix_ += "_args_";
+    prefix_ += std::to_string(index);
+    next_ = &positional_.emplace_back(nullptr);
+  }
+  void keyword(std::string_view name) override {
+    prefix_.resize(base_size_);
+    prefix_ += "_kwargs_";
+    prefix_ += name;
+    next_ = &keywords_[name];
+  }
+
+ private:
+  // An open container and the length of the prefix that names it. The pointers stay valid:
+  // a container's parent gets no new value until the container is closed.
+  struct Open {
+    boost::json::value* container;
+    std::size_t prefix_size;
+  };
+
+  void name_next(std::string_view suffix) {
+    prefix_.resize(open_.back().prefix_size);
+    prefix_ += '_';
+    prefix_ += suffix;
+  }
+  void place(boost::json::value value) {
+    *next_ = std::move(value);
+    next_ = nullptr;
+  }
+  void open(boost::json::value container) {
+    boost::json::value* slot = next_;
+    place(std::move(container));
+    open_.push_back({slot, prefix_.size()});
+  }
+
+  std::string prefix_;
+  std::size_t base_size_;
+  TensorEncoder& encoder_;
+  boost::json::value root_;
+  boost::json::array positional_;
+  boost::json::object keywords_;
+  boost::json::value* next_ = &root_;
+  std::vector<Open> open_;
+};
+
 /// One module call, as transformers' debugger records it.
 struct CallNode {
   std::string module_path;
@@ -290,9 +388,10 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     if (at.has_children) {
       node.outputs = boost::json::value(nullptr);
     } else {
-      std::string prefix = file_stem(at, node) + "_outputs";
+      TraceJsonBuilder outputs(file_stem(at, node) + "_outputs", *this);
       try {
-        node.outputs = result.serialize(prefix, *this);
+        result.visit(outputs);
+        node.outputs = outputs.take_value();
       } catch (...) {
         discard_files_from(node.files_before);  // the model may catch this and go on
         throw;
@@ -376,9 +475,10 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     node.module_path = root ? root_name_ : at.module_path;
     node.files_before = written_files_.size();
     ++call_counts_[&at];
-    std::string prefix = file_stem(at, node) + "_inputs";
+    TraceJsonBuilder inputs(file_stem(at, node) + "_inputs", *this);
     try {
-      node.inputs = args.serialize(prefix, *this, root);
+      args.visit(inputs);
+      node.inputs = inputs.take_arguments(/*keep_empty=*/root);
     } catch (...) {
       discard_files_from(node.files_before);
       throw;
@@ -396,8 +496,9 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   void finish_forward(const CallResult& result) {
     CallNode root = std::move(stack_.back());
     stack_.pop_back();
-    std::string prefix = root_name_ + "_outputs";
-    boost::json::value outputs = result.serialize(prefix, *this);
+    TraceJsonBuilder builder(root_name_ + "_outputs", *this);
+    result.visit(builder);
+    boost::json::value outputs = builder.take_value();
     if (is_truthy(outputs)) root.outputs = std::move(outputs);  // the root drops falsy keys
     if (options_.do_prune_layers) prune_intermediate_layers(root);
     std::string text;

@@ -9,5 +9,6 @@
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/nn.hpp"
+#include "tracetorch/patch_mapping.hpp"
 #include "tracetorch/python_repr.hpp"
 #include "tracetorch/safetensors.hpp"

@@ -45,10 +45,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -87,16 +88,17 @@
 #include <utility>
 
 // ---- begin tracetorch/detail/serialize.hpp ----
-// C++ values as transformers' debugger serialises Python values (`_serialize_io`): tensors
-// through a TensorEncoder, sequences as JSON arrays (file-name suffix `_<i>`), mappings and
-// named-field structs as objects (suffix `_<key>`), everything else as its Python repr string.
+// C++ values as transformers' debugger serialises Python values (`_serialize_io`), told to a
+// ValueVisitor: tensors, scalars and strings as leaves, sequences (tuples, lists) and mappings
+// (string maps, named-field structs, keyword packs) as nested containers. The debugger's
+// visitor builds the JSON; this side needs neither Boost.JSON nor the printing code, so a
+// model's translation unit compiles only the walk over its own argument types.
 
 #include <torch/torch.h>
 
-#include <boost/json.hpp>
-
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <ranges>
 #include <string>
@@ -105,6 +107,1570 @@
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
+
+namespace tracetorch::detail {
+
+/// Receives one value, depth first. Leaves are the Python values they stand for (a
+/// defined tensor, None, bool, int, float, str, a dtype, or an object of an unknown type);
+/// a container opens with begin_sequence() or begin_mapping(), announces each value with
+/// element() or entry() and closes with end().
+class ValueVisitor {
+ public:
+  virtual void none() = 0;
+  virtual void boolean(bool value) = 0;
+  virtual void integer(std::int64_t value) = 0;
+  virtual void floating(double value) = 0;
+  virtual void string(std::string_view value) = 0;
+  virtual void dtype(c10::ScalarType value) = 0;
+  virtual void tensor(const torch::Tensor& value) = 0;
+  /// A value of a type that has no Python form here: Python shows its default repr.
+  virtual void opaque(std::string_view type_name) = 0;
+  virtual void begin_sequence() = 0;
+  virtual void begin_mapping() = 0;
+  /// The next value is element `index` of the open sequence.
+  virtual void element(std::size_t index) = 0;
+  /// The next value is entry `key` of the open mapping.
+  virtual void entry(std::string_view key) = 0;
+  virtual void end() = 0;
+
+ protected:
+  ~ValueVisitor() = default;
+};
+
+
+template <class T>
+concept is_optional_like = requires(const T& v) {
+  { v.has_value() } -> std::convertible_to<bool>;
+  *v;
+  typename T::value_type;
+};
+
+template <class T>
+concept is_tuple_like = requires { std::tuple_size<T>::value; } && !std::ranges::range<T>;
+
+template <class T>
+concept is_string_like = std::is_convertible_v<const T&, std::string_view>;
+
+template <class T>
+concept is_string_map = std::ranges::range<T> && requires(const T& m) {
+  { m.begin()->first } -> std::convertible_to<std::string_view>;
+  m.begin()->second;
+};
+
+/// Visits (name, value) pairs; `tracetorch_fields(const T&, FieldVisitor)` found by
+/// argument-dependent lookup makes `T` serialise like a transformers ModelOutput.
+template <class T>
+concept has_named_fields = requires(const T& v) {
+  tracetorch_fields(v, [](std::string_view, const auto&) {});
+};
+
+/// An options struct passed to a forward travels as Python keyword arguments: it declares
+/// `tracetorch_keywords(const T&, Visitor)` and only what it visits is shown.
+template <class T>
+concept is_keyword_pack = requires(const T& v) {
+  tracetorch_keywords(v, [](std::string_view, const auto&) {});
+};
+
+/// True when Python would hold None here: ModelOutput leaves such fields out.
+template <class T>
+bool is_none_like(const T& value) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, torch::Tensor>) {
+    return !value.defined();
+  } else if constexpr (is_optional_like<U>) {
+    return !value.has_value();
+  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
+    return true;
+  } else {
+    return false;
+  }
+}
+
+template <class T>
+void visit_value(const T& value, ValueVisitor& visitor);
+
+/// The keywords of a pack as entries of the mapping open in `visitor`.
+template <class T>
+void visit_keywords(const T& pack, ValueVisitor& visitor) {
+  tracetorch_keywords(pack, [&](std::string_view name, const auto& value) {
+    visitor.entry(name);
+    visit_value(value, visitor);
+  });
+}
+
+template <class T>
+void visit_value(const T& value, ValueVisitor& visitor) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, torch::Tensor>) {
+    if (value.defined()) {
+      visitor.tensor(value);
+    } else {
+      visitor.none();
+    }
+  } else if constexpr (std::is_same_v<U, bool>) {
+    visitor.boolean(value);
+  } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
+    visitor.integer(static_cast<std::int64_t>(value));
+  } else if constexpr (std::is_floating_point_v<U>) {
+    visitor.floating(static_cast<double>(value));
+  } else if constexpr (std::is_same_v<U, c10::ScalarType>) {
+    visitor.dtype(value);
+  } else if constexpr (is_string_like<U>) {
+    visitor.string(std::string_view(value));
+  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
+    visitor.none();
+  } else if constexpr (std::is_same_v<U, c10::Scalar>) {
+    if (value.isBoolean()) {
+      visitor.boolean(value.toBool());
+    } else if (value.isIntegral(false)) {
+      visitor.integer(value.toLong());
+    } else {
+      visitor.floating(value.toDouble());
+    }
+  } else if constexpr (is_optional_like<U>) {
+    if (value.has_value()) {
+      visit_value(*value, visitor);
+    } else {
+      visitor.none();
+    }
+  } else if constexpr (has_named_fields<U>) {
+    visitor.begin_mapping();
+    tracetorch_fields(value, [&](std::string_view name, const auto& field) {
+      if (is_none_like(field)) return;
+      visitor.entry(name);
+      visit_value(field, visitor);
+    });
+    visitor.end();
+  } else if constexpr (is_keyword_pack<U>) {
+    visitor.begin_mapping();
+    visit_keywords(value, visitor);
+    visitor.end();
+  } else if constexpr (is_string_map<U>) {
+    visitor.begin_mapping();
+    for (const auto& [key, element] : value) {
+      visitor.entry(std::string_view(key));
+      visit_value(element, visitor);
+    }
+    visitor.end();
+  } else if constexpr (is_tuple_like<U>) {
+    visitor.begin_sequence();
+    std::apply(
+        [&](const auto&... element) {
+          std::size_t index = 0;
+          ((visitor.element(index++), visit_value(element, visitor)), ...);
+        },
+        value);
+    visitor.end();
+  } else if constexpr (std::ranges::range<U>) {
+    visitor.begin_sequence();
+    std::size_t index = 0;
+    for (const auto& element : value) {
+      visitor.element(index++);
+      visit_value(element, visitor);
+    }
+    visitor.end();
+  } else {
+    visitor.opaque(c10::demangle(typeid(U).name()));
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/serialize.hpp ----
+
+namespace tracetorch::detail {
+
+class CallObserver;
+class TracedModuleBase;
+
+/// One observer attached to one module instance. A module's attachments form a singly linked
+/// list, newest first, so nested scopes attach and detach like a stack.
+struct Attachment {
+  CallObserver* observer = nullptr;
+  TracedModuleBase* module = nullptr;
+  std::string module_path;    // "<Root>.<named_modules path>", computed once at attach time
+  bool is_root = false;
+  bool has_children = false;  // Python's debugger prints no outputs for modules with children
+  std::size_t tag = 0;        // the observer's own: which of its recorders this is
+  Attachment* next = nullptr;
+};
+
+/// Base of every traced module: where attachments hang, and the registered name.
+class TracedModuleBase {
+ public:
+  TracedModuleBase() = default;
+  // Copies (Cloneable::clone) start with nothing attached.
+  TracedModuleBase(const TracedModuleBase&) noexcept {}
+  TracedModuleBase& operator=(const TracedModuleBase&) noexcept { return *this; }
+  virtual ~TracedModuleBase() = default;
+
+  /// The name given to TRACEABLE: the class name a transformers trace shows.
+  virtual std::string_view traced_name() const noexcept = 0;
+
+  std::atomic<Attachment*> attachments_{nullptr};
+};
+
+/// Receives the arguments of a call in order, each value announced as Python would pass it:
+/// positional argument `index`, or keyword argument `name` (the fields of a keyword pack).
+class ArgumentVisitor : public ValueVisitor {
+ public:
+  virtual void positional(std::size_t index) = 0;
+  virtual void keyword(std::string_view name) = 0;
+
+ protected:
+  ~ArgumentVisitor() = default;
+};
+
+/// The arguments of a call, positional, as the observers may read them.
+class CallArgs {
+ public:
+  virtual std::size_t size() const noexcept = 0;
+  /// Argument `index` if it is a defined tensor, else an undefined tensor.
+  virtual torch::Tensor tensor(std::size_t index) const = 0;
+  /// Every argument, as `(*args, **kwargs)` in Python.
+  virtual void visit(ArgumentVisitor& visitor) const = 0;
+
+ protected:
+  ~CallArgs() = default;
+};
+
+/// The value a call returned.
+class CallResult {
+ public:
+  /// The result itself if it is a tensor (index 0), or element `index` of a tuple result.
+  virtual torch::Tensor tensor(std::size_t index) const = 0;
+  virtual void visit(ValueVisitor& visitor) const = 0;
+
+ protected:
+  ~CallResult() = default;
+};
+
+class CallObserver {
+ public:
+  virtual void on_enter(const Attachment& at, const CallArgs& args) = 0;
+  virtual void on_exit(const Attachment& at, const CallResult& result) = 0;
+  /// The forward threw: drop what on_enter started, restore what it changed.
+  virtual void on_unwind(const Attachment& at) noexcept = 0;
+
+ protected:
+  ~CallObserver() = default;
+};
+
+template <class T>
+torch::Tensor tensor_of(const T& value) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, torch::Tensor>) {
+    return value;
+  } else if constexpr (is_optional_like<U>) {
+    return value.has_value() ? tensor_of(*value) : torch::Tensor();
+  } else {
+    return torch::Tensor();
+  }
+}
+
+template <class... A>
+class CallArgsOf final : public CallArgs {
+ public:
+  explicit CallArgsOf(const A&... args) : args_(args...) {}
+
+  std::size_t size() const noexcept override { return sizeof...(A); }
+
+  torch::Tensor tensor(std::size_t index) const override {
+    torch::Tensor found;
+    std::size_t i = 0;
+    std::apply([&](const auto&... arg) { ((i++ == index ? void(found = tensor_of(arg)) : void()), ...); }, args_);
+    return found;
+  }
+
+  void visit(ArgumentVisitor& visitor) const override {
+    std::size_t index = 0;
+    std::apply([&](const auto&... arg) { (visit_argument(arg, index, visitor), ...); }, args_);
+  }
+
+ private:
+  template <class T>
+  static void visit_argument(const T& arg, std::size_t& index, ArgumentVisitor& visitor) {
+    if constexpr (is_keyword_pack<T>) {
+      // Options structs travel as Python keyword arguments: only what was set is shown.
+      tracetorch_keywords(arg, [&](std::string_view name, const auto& value) {
+        visitor.keyword(name);
+        visit_value(value, visitor);
+      });
+    } else {
+      visitor.positional(index++);
+      visit_value(arg, visitor);
+    }
+  }
+
+  std::tuple<const A&...> args_;
+};
+
+template <class R>
+class CallResultOf final : public CallResult {
+ public:
+  explicit CallResultOf(const R& result) : result_(result) {}
+
+  torch::Tensor tensor(std::size_t index) const override {
+    using U = std::remove_cvref_t<R>;
+    if constexpr (is_tuple_like<U>) {
+      torch::Tensor found;
+      std::size_t i = 0;
+      std::apply([&](const auto&... e) { ((i++ == index ? void(found = tensor_of(e)) : void()), ...); }, result_);
+      return found;
+    } else {
+      return index == 0 ? tensor_of(result_) : torch::Tensor();
+    }
+  }
+
+  void visit(ValueVisitor& visitor) const override { visit_value(result_, visitor); }
+
+ private:
+  const R& result_;
+};
+
+class VoidResult final : public CallResult {
+ public:
+  torch::Tensor tensor(std::size_t) const override { return {}; }
+  void visit(ValueVisitor& visitor) const override { visitor.none(); }
+};
+
+/// Unwinds the attachments in [first, last), last entered first.
+inline void unwind_attachments(Attachment* first, Attachment* last) noexcept {
+  if (first == last) return;
+  unwind_attachments(first->next, last);
+  first->observer->on_unwind(*first);
+}
+
+/// Exits the attachments from `at` on, in the reverse of the order they were entered, so that
+/// observers that save and restore state (grad mode) nest properly. If one throws, those it
+/// would have been followed by are unwound instead.
+inline void exit_attachments(Attachment* at, const CallResult& view) {
+  if (at == nullptr) return;
+  try {
+    exit_attachments(at->next, view);
+  } catch (...) {
+    at->observer->on_unwind(*at);
+    throw;
+  }
+  at->observer->on_exit(*at, view);
+}
+
+/// The slow path of a traced call, out of line so the untraced path stays small.
+/// Contract with the observers: once on_enter has returned, exactly one of on_exit or on_unwind
+/// follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
+template <class R, class Module, class Call, class... A>
+[[gnu::noinline]] R traced_call(Module& /*module*/, Attachment* head, Call&& call, const A&... args) {
+  Attachment* entered_end = head;
+  try {
+    const CallArgsOf<A...> view(args...);
+    for (; entered_end != nullptr; entered_end = entered_end->next) entered_end->observer->on_enter(*entered_end, view);
+  } catch (...) {
+    unwind_attachments(head, entered_end);
+    throw;
+  }
+  const auto finish = [head](const CallResult& view) { exit_attachments(head, view); };
+  const auto run = [&]() -> R {
+    try {
+      return call();
+    } catch (...) {
+      unwind_attachments(head, nullptr);
+      throw;
+    }
+  };
+  if constexpr (std::is_void_v<R>) {
+    run();
+    finish(VoidResult());
+  } else {
+    R result = run();
+    finish(CallResultOf<R>(result));
+    return result;
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/call.hpp ----
+
+namespace tracetorch::detail {
+
+/// Serialises changes to attachment lists; calls read the lists without it (one atomic load).
+inline std::mutex& attachment_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+/// Containers have no forward of their own (Python's ModuleList is never called either), so
+/// they are not reported as untraced; their elements are checked on their own.
+inline bool is_container(const torch::nn::Module& module) noexcept {
+  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
+}
+
+/// A set of attachments owned together; removed, newest first, on destruction.
+class AttachmentSet {
+ public:
+  AttachmentSet() = default;
+  AttachmentSet(const AttachmentSet&) = delete;
+  AttachmentSet& operator=(const AttachmentSet&) = delete;
+  ~AttachmentSet() { detach(); }
+
+  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
+  /// Modules that are not traced (and not containers) are listed in untraced().
+  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
+    const auto named = root.named_modules("", /*include_self=*/true);
+    std::lock_guard lock(attachment_mutex());
+    attachments_.reserve(attachments_.size() + named.size());
+    for (const auto& item : named) {
+      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
+      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
+      if (traced == nullptr) {
+        if (!is_container(*item.value())) untraced_.push_back(path);
+        continue;
+      }
+      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
+    }
+  }
+
+  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
+  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
+    std::lock_guard lock(attachment_mutex());
+    add_locked(module, observer, std::move(module_path), false, false, tag);
+  }
+
+  void detach() noexcept {
+    std::lock_guard lock(attachment_mutex());
+    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
+      Attachment& at = **it;
+      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
+      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
+      if (head == &at) {
+        at.module->attachments_.store(at.next, std::memory_order_release);
+        continue;
+      }
+      for (Attachment* p = head; p != nullptr; p = p->next) {
+        if (p->next == &at) {
+          p->next = at.next;
+          break;
+        }
+      }
+    }
+    attachments_.clear();
+  }
+
+  bool empty() const noexcept { return attachments_.empty(); }
+  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
+
+ private:
+  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
+                  bool has_children, std::size_t tag) {
+    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
+    at.observer = &observer;
+    at.module = &module;
+    at.module_path = std::move(module_path);
+    at.is_root = is_root;
+    at.has_children = has_children;
+    at.tag = tag;
+    at.next = module.attachments_.load(std::memory_order_acquire);
+    module.attachments_.store(&at, std::memory_order_release);
+  }
+
+  std::vector<std::unique_ptr<Attachment>> attachments_;
+  std::vector<std::string> untraced_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/attachments.hpp ----
+// ---- begin tracetorch/error.hpp ----
+/// \file
+/// The one exception type tracetorch throws for bad input and failed I/O.
+
+#include <stdexcept>
+#include <string>
+
+namespace tracetorch {
+
+/// Thrown for unreadable or malformed files, unwritable paths and misuse.
+/// The message names the file (where there is one) and the cause.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tracetorch
+// ---- end tracetorch/error.hpp ----
+// ---- begin tracetorch/module.hpp ----
+/// \file
+/// `TRACEABLE(Name)`: the one annotation a module class needs.
+///
+/// LibTorch has no forward hooks and `forward` is not virtual, so calls are intercepted at
+/// compile time instead: `TRACEABLE(Name)` defines the holder `Name` (as `TORCH_MODULE(Name)`
+/// does) over `Traced<NameImpl>`, a class derived from `NameImpl` whose `forward` has the exact
+/// signature of `NameImpl::forward` and checks one pointer before calling it. Nothing is replaced
+/// at run time; with no trace attached a call costs that one branch.
+///
+/// \code
+/// struct MlpImpl : torch::nn::Module {
+///   torch::Tensor forward(torch::Tensor x);
+/// };
+/// TRACEABLE(Mlp);   // holder `Mlp`, registered name "Mlp"
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+
+namespace tracetorch::detail {
+
+/// A string literal usable as a template argument: the registered name of a traced type.
+template <std::size_t N>
+struct FixedString {
+  char chars[N]{};
+  constexpr FixedString(const char (&text)[N]) { std::copy_n(text, N, chars); }  // NOLINT: implicit by design
+  constexpr std::string_view view() const noexcept { return {chars, N - 1}; }
+};
+
+/// `&Impl::forward` when it names one non-template function, else void (overloaded or template).
+template <class Impl>
+struct forward_pointer {
+  using type = void;
+};
+template <class Impl>
+  requires requires { &Impl::forward; }
+struct forward_pointer<Impl> {
+  using type = decltype(&Impl::forward);
+};
+
+// The body of every traced entry point: one acquire load and one branch when nothing is
+// attached; otherwise the observers see the call (detail/call.hpp).
+#ifndef TRACETORCH_DISABLE
+#define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
+  ::tracetorch::detail::Attachment* head = this->attachments_.load(std::memory_order_acquire);  \
+  if (head == nullptr) [[likely]]                                                                 \
+    return Impl::forward(std::forward<Types>(values)...);                                        \
+  return ::tracetorch::detail::traced_call<R>(                                                   \
+      *this, head, [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...)
+#else
+#define TRACETORCH_DETAIL_FORWARD_BODY(Types, values) return Impl::forward(std::forward<Types>(values)...)
+#endif
+
+/// The traced form of `Impl`, for an `Impl::forward` that is overloaded or a template: `forward`
+/// is a template too (so such a module cannot go into a `Sequential`, exactly as in LibTorch).
+template <class Impl, FixedString Name, class ForwardPointer = typename forward_pointer<Impl>::type>
+class Traced : public Impl, public TracedModuleBase {
+ public:
+  using Impl::Impl;
+  Traced() = default;
+
+  template <class... A>
+  decltype(auto) forward(A&&... args) {
+    using R = decltype(Impl::forward(std::forward<A>(args)...));
+    TRACETORCH_DETAIL_FORWARD_BODY(A, args);
+  }
+  template <class... A>
+  decltype(auto) call(A&&... args) {
+    return forward(std::forward<A>(args)...);
+  }
+  std::string_view traced_name() const noexcept override { return Name.view(); }
+  static constexpr std::string_view registered_name = Name.view();
+  using ImplType = Impl;
+};
+
+// One partial specialisation per qualification of a unique `forward`: the traced `forward` has
+// exactly its signature, so `AnyModule` (and with it `Sequential`) deduces the same types.
+// `call` serves the holder's operator(): default arguments of Impl::forward still apply.
+#define TRACETORCH_DETAIL_TRACED(QUALIFIERS)                                                      \
+  template <class Impl, FixedString Name, class C, class R, class... A>                           \
+  class Traced<Impl, Name, R (C::*)(A...) QUALIFIERS> : public Impl, public TracedModuleBase {    \
+   public:                                                                                        \
+    using Impl::Impl;                                                                             \
+    Traced() = default;                                                                           \
+                                                                                                  \
+    R forward(A... args) QUALIFIERS { TRACETORCH_DETAIL_FORWARD_BODY(A, args); }                  \
+    template <class... Given>                                                                     \
+    R call(Given&&... given) QUALIFIERS {                                                         \
+      TRACETORCH_DETAIL_FORWARD_BODY(Given, given);                                               \
+    }                                                                                             \
+    std::string_view traced_name() const noexcept override { return Name.view(); }               \
+    static constexpr std::string_view registered_name = Name.view();                             \
+    using ImplType = Impl;                                                                        \
+  }
+
+TRACETORCH_DETAIL_TRACED();
+TRACETORCH_DETAIL_TRACED(const);
+TRACETORCH_DETAIL_TRACED(noexcept);
+TRACETORCH_DETAIL_TRACED(const noexcept);
+#undef TRACETORCH_DETAIL_TRACED
+
+/// The holder of a traced module: `torch::nn::ModuleHolder` whose call operator goes through
+/// the traced `call`, so default arguments of `forward` keep working.
+template <class Impl, FixedString Name>
+class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>> {
+  using Base = torch::nn::ModuleHolder<Traced<Impl, Name>>;
+
+ public:
+  using Base::Base;
+  using Impl_ = Impl;
+
+  template <class... A>
+  decltype(auto) operator()(A&&... args) {
+    return this->get()->call(std::forward<A>(args)...);
+  }
+};
+
+/// Registration marker found by argument-dependent lookup: `TRACEABLE` declares a function
+/// returning it beside the user's Impl class, so compile-time code can go from an Impl type to
+/// its holder (and tell traced types from plain ones).
+template <class Holder>
+struct traceable_tag {
+  using holder = Holder;
+};
+
+template <class T>
+struct is_traceable_tag : std::false_type {};
+template <class H>
+struct is_traceable_tag<traceable_tag<H>> : std::true_type {};
+
+}  // namespace tracetorch::detail
+
+namespace tracetorch {
+
+/// True for a module type declared with `TRACEABLE` (its Impl, its holder or its traced form).
+template <class T>
+inline constexpr bool is_traceable_v =
+    std::is_base_of_v<detail::TracedModuleBase, T> ||
+    requires { requires std::is_base_of_v<detail::TracedModuleBase, typename T::ContainedType>; } ||
+    requires(T* p) { requires detail::is_traceable_tag<decltype(tracetorch_traceable_marker(p))>::value; };
+
+namespace detail {
+
+/// The traced class (`Traced<Impl, Name>`) of a holder, an Impl or a traced class.
+template <class T>
+struct traced_type {
+  using type = typename decltype(tracetorch_traceable_marker(static_cast<T*>(nullptr)))::holder::ContainedType;
+};
+template <class T>
+  requires std::is_base_of_v<TracedModuleBase, T>
+struct traced_type<T> {
+  using type = T;
+};
+template <class T>
+  requires requires { typename T::ContainedType; } && std::is_base_of_v<TracedModuleBase, typename T::ContainedType>
+struct traced_type<T> {
+  using type = typename T::ContainedType;
+};
+template <class T>
+using traced_type_t = typename traced_type<T>::type;
+
+}  // namespace detail
+}  // namespace tracetorch
+
+/// `TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the holder `Name`
+/// like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's path).
+#define TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+
+/// `TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
+#ifdef TRACETORCH_DISABLE
+// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): exactly LibTorch's holder, no tracing.
+#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType) TORCH_MODULE_IMPL(Name, ImplType)
+#else
+#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
+  class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
+   public:                                                                                        \
+    using ::tracetorch::detail::TracedHolder<ImplType, #Name>::TracedHolder;                      \
+    using Impl = ImplType;                                                                        \
+  };                                                                                              \
+  ::tracetorch::detail::traceable_tag<Name> tracetorch_traceable_marker(ImplType*)
+#endif  // TRACETORCH_DISABLE
+// ---- end tracetorch/module.hpp ----
+
+namespace tracetorch {
+
+// ---------------------------------------------------------------------------------------------
+// Options of a forward
+// ---------------------------------------------------------------------------------------------
+
+/// Positions of hidden_states to keep: `.output_hidden_states = tracetorch::layers{1, 3}` is
+/// transformers' `output_hidden_states=[1, 3]`.
+struct layers {
+  layers(std::initializer_list<std::int64_t> chosen) : indices(chosen) {}
+  std::vector<std::int64_t> indices;
+};
+
+/// `output_hidden_states`: all (true), none (false), or the listed positions. Positions count
+/// as in the returned sequence: 0 is the embedding output, i the output of layer i.
+class LayerSelection {
+ public:
+  LayerSelection(bool all) : all_(all) {}  // NOLINT: implicit, so `.output_hidden_states = true` reads naturally
+  LayerSelection(layers chosen) : indices_(std::move(chosen.indices)), listed_(true) {  // NOLINT: implicit
+    for (const auto index : indices_) {
+      if (index < 0) {
+        throw Error("tracetorch: output_hidden_states: position " + std::to_string(index) +
+                    " is negative; list positions from 0 (the embedding output)");
+      }
+    }
+  }
+
+  bool any() const noexcept { return all_ || !indices_.empty(); }
+  bool includes(std::int64_t position) const noexcept {
+    return all_ || std::find(indices_.begin(), indices_.end(), position) != indices_.end();
+  }
+  bool is_list() const noexcept { return listed_; }
+  const std::vector<std::int64_t>& indices() const noexcept { return indices_; }
+  bool all() const noexcept { return all_; }
+
+ private:
+  bool all_ = false;
+  std::vector<std::int64_t> indices_;
+  bool listed_ = false;
+};
+
+/// What a caller asks of a forward, as transformers' keyword arguments; unset means "ask the
+/// model's config" (a `config` member with the same names), else false.
+struct OutputOptions {
+  std::optional<LayerSelection> output_hidden_states;
+  std::optional<bool> output_attentions;
+  std::optional<bool> use_cache;
+  std::optional<bool> return_dict;
+};
+
+/// In a trace, options appear as Python keyword arguments holding only what was set, so a call
+/// without options traces exactly like `model(input_ids)` in Python.
+template <class Visitor>
+void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
+  if (options.output_hidden_states) {
+    if (options.output_hidden_states->is_list()) {
+      visit("output_hidden_states", options.output_hidden_states->indices());
+    } else {
+      visit("output_hidden_states", options.output_hidden_states->all());
+    }
+  }
+  if (options.output_attentions) visit("output_attentions", *options.output_attentions);
+  if (options.use_cache) visit("use_cache", *options.use_cache);
+  if (options.return_dict) visit("return_dict", *options.return_dict);
+}
+
+/// How `capture_outputs` finishes hidden_states.
+struct CaptureSettings {
+  /// Replace the last recorded hidden state by the output's (post-norm) last_hidden_state, as
+  /// transformers does by default.
+  bool tie_last_hidden_states = true;
+};
+
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------
+// Output structs: named fields
+// ---------------------------------------------------------------------------------------------
+
+/// One field of an output struct, by name and member pointer.
+template <FixedString Name, auto Member>
+struct NamedField {
+  static constexpr std::string_view name = Name.view();
+  static constexpr auto member = Member;
+};
+
+template <class T>
+concept has_output_fields = requires(const T* p) { tracetorch_output_fields(p); };
+
+template <class T>
+using output_fields_t = decltype(tracetorch_output_fields(static_cast<const T*>(nullptr)));
+
+template <class T>
+inline constexpr bool always_false = false;
+
+/// The name of the field that `Member` points to, from the struct's TRACETORCH_OUTPUT.
+template <auto Member>
+struct member_name;
+template <class Field, class Struct, Field Struct::*Member>
+struct member_name<Member> {
+  static_assert(has_output_fields<Struct>,
+                "tracetorch::record<&Output::field>: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
+  template <class F>
+  static constexpr std::string_view name_if_same() {
+    if constexpr (std::is_same_v<std::remove_cv_t<decltype(F::member)>, Field Struct::*>) {
+      return F::member == Member ? F::name : std::string_view();
+    } else {
+      return {};
+    }
+  }
+  template <class... F>
+  static constexpr std::string_view find(std::tuple<F...>*) {
+    std::string_view found;
+    ((found = found.empty() ? name_if_same<F>() : found), ...);
+    return found;
+  }
+  static constexpr std::string_view value = find(static_cast<output_fields_t<Struct>*>(nullptr));
+  static_assert(!value.empty(), "tracetorch::record<&Output::field>: the field is not listed in TRACETORCH_OUTPUT");
+};
+
+// ---------------------------------------------------------------------------------------------
+// Roles and recorders
+// ---------------------------------------------------------------------------------------------
+
+enum class OutputRole { hidden_states, attentions };
+
+constexpr bool is_known_field(std::string_view field) {
+  return field == "hidden_states" || field == "attentions" || field == "cross_attentions";
+}
+/// cross_attentions follow output_attentions, as in transformers.
+constexpr OutputRole role_of(std::string_view field) {
+  return field == "hidden_states" ? OutputRole::hidden_states : OutputRole::attentions;
+}
+
+template <class Signature>
+struct member_function_result;
+#define TRACETORCH_DETAIL_RESULT_OF(QUALIFIERS)              \
+  template <class R, class C, class... A>                    \
+  struct member_function_result<R (C::*)(A...) QUALIFIERS> { \
+    using type = R;                                          \
+  }
+TRACETORCH_DETAIL_RESULT_OF();
+TRACETORCH_DETAIL_RESULT_OF(const);
+TRACETORCH_DETAIL_RESULT_OF(noexcept);
+TRACETORCH_DETAIL_RESULT_OF(const noexcept);
+#undef TRACETORCH_DETAIL_RESULT_OF
+
+/// Fails to compile, readably, when element `Index` of `Traced`'s forward output is not a tensor.
+template <class Traced, int Index>
+constexpr bool check_output_index() {
+  using Pointer = typename forward_pointer<typename Traced::ImplType>::type;
+  if constexpr (!std::is_void_v<Pointer>) {  // an overloaded or template forward: checked at run time
+    using R = std::remove_cvref_t<typename member_function_result<Pointer>::type>;
+    if constexpr (std::is_same_v<R, torch::Tensor>) {
+      static_assert(Index == 0,
+                    "tracetorch::OutputRecorder: index out of range: the target's forward returns one tensor "
+                    "(only index 0 exists)");
+    } else if constexpr (is_tuple_like<R>) {
+      static_assert(Index < static_cast<int>(std::tuple_size_v<R>),
+                    "tracetorch::OutputRecorder: index out of range for the target's forward output tuple");
+      if constexpr (Index < static_cast<int>(std::tuple_size_v<R>)) {
+        static_assert(std::is_same_v<std::remove_cvref_t<std::tuple_element_t<Index, R>>, torch::Tensor>,
+                      "tracetorch::OutputRecorder: index names an element of the target's forward output that is "
+                      "not a torch::Tensor");
+      }
+    } else {
+      static_assert(always_false<R>,
+                    "tracetorch::OutputRecorder: the target's forward returns neither a tensor nor a tuple");
+    }
+  }
+  return true;
+}
+
+}  // namespace detail
+
+/// Compile-time replacements of a module type (type-level patch mapping): a recorder that
+/// targets `Original` also records the listed types. Specialise for the holder type:
+/// `template <> struct tracetorch::replacements<LlamaAttention> { using types = std::tuple<FusedAttention>; };`
+template <class Original>
+struct replacements {
+  using types = std::tuple<>;
+};
+
+/// transformers' `OutputRecorder(target_class, index=..., layer_name=...)`: records element
+/// `Index` of the output of every `Target` module (holder or Impl type of a TRACEABLE class)
+/// whose path contains `LayerName` as whole components (`crossattention` matches
+/// `layer.0.crossattention.self`, not `layer.0.crossattention_x`). Index -1: the field's
+/// default, 0 for hidden_states and 1 for attentions.
+template <class Target, int Index = -1, detail::FixedString LayerName = "">
+struct OutputRecorder {
+#ifndef TRACETORCH_DISABLE
+  static_assert(is_traceable_v<Target>,
+                "tracetorch::OutputRecorder: the target module type was never declared TRACEABLE");
+#endif
+  using target = typename std::conditional_t<is_traceable_v<Target>, detail::traced_type<Target>,
+                                             std::type_identity<void>>::type;
+  using original = Target;
+  static constexpr int index = Index;
+  static constexpr std::string_view layer_name = LayerName.view();
+};
+
+namespace detail {
+
+template <class R>
+struct as_recorder {
+  using type = OutputRecorder<R>;
+};
+template <class T, int I, FixedString L>
+struct as_recorder<OutputRecorder<T, I, L>> {
+  using type = OutputRecorder<T, I, L>;
+};
+
+template <FixedString Name>
+struct field_named {
+  static constexpr std::string_view name = Name.view();
+};
+template <auto Member>
+struct field_at {
+  static constexpr std::string_view name = member_name<Member>::value;
+};
+
+}  // namespace detail
+
+/// One entry of a record map: an output field and the recorders that fill it.
+template <class FieldKey, class... Recorders>
+struct OutputRecord {
+  static constexpr std::string_view field = FieldKey::name;
+  static_assert(detail::is_known_field(field),
+                "tracetorch::record: the field must be hidden_states, attentions or cross_attentions");
+  static constexpr detail::OutputRole role = detail::role_of(field);
+  using recorders = std::tuple<Recorders...>;
+
+  template <class Recorder>
+  static constexpr int index_of() {
+    return Recorder::index >= 0 ? Recorder::index : role == detail::OutputRole::attentions ? 1 : 0;
+  }
+#ifdef TRACETORCH_DISABLE
+  static constexpr bool indices_checked = true;
+#else
+  static constexpr bool indices_checked =
+      (detail::check_output_index<typename Recorders::target, index_of<Recorders>()>() && ...);
+#endif
+};
+
+/// A record-map entry naming its field: `record<"attentions", OutputRecorder<LlamaAttention, 1>>()`.
+/// A recorder may be given as a bare module type (`record<"hidden_states", LlamaDecoderLayer>()`).
+template <detail::FixedString Field, class... Recorders>
+constexpr auto record() {
+  static_assert(sizeof...(Recorders) > 0, "tracetorch::record: name at least one recorder");
+  using Entry = OutputRecord<detail::field_named<Field>, typename detail::as_recorder<Recorders>::type...>;
+  static_assert(Entry::indices_checked);
+  return Entry{};
+}
+
+/// A record-map entry by member pointer: `record<&Output::attentions, LlamaAttention>()`.
+template <auto Member, class... Recorders>
+  requires std::is_member_object_pointer_v<decltype(Member)>
+constexpr auto record() {
+  static_assert(sizeof...(Recorders) > 0, "tracetorch::record: name at least one recorder");
+  using Entry = OutputRecord<detail::field_at<Member>, typename detail::as_recorder<Recorders>::type...>;
+  static_assert(Entry::indices_checked);
+  return Entry{};
+}
+
+/// The record map, transformers' `_can_record_outputs`:
+/// `static constexpr auto can_record_outputs = tracetorch::output_records(record<...>(), ...);`
+template <class... Records>
+constexpr std::tuple<Records...> output_records(Records...) {
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run-time patch mapping (transformers' monkey_patching registry)
+// ---------------------------------------------------------------------------------------------
+
+/// A replacement module type, as a registry value: `tracetorch::replacement<FusedAttention>()`.
+struct PatchReplacement {
+  std::type_index type;
+  std::string name;
+};
+
+template <class T>
+PatchReplacement replacement() {
+#ifdef TRACETORCH_DISABLE
+  return {std::type_index(typeid(T)), std::string()};
+#else
+  static_assert(is_traceable_v<T>, "tracetorch::replacement: the replacement type was never declared TRACEABLE");
+  using Traced = detail::traced_type_t<T>;
+  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name)};
+#endif
+}
+
+namespace detail {
+
+struct PatchEntry {
+  std::string key;
+  // The compiled pattern behind a function: std::regex's matcher is instantiated only where
+  // a mapping is registered, not in every translation unit that captures outputs (it is the
+  // largest code std::regex makes, seconds of compile time).
+  std::function<bool(std::string_view)> matches;
+  PatchReplacement replacement;
+};
+
+struct PatchRegistry {
+  std::mutex mutex;
+  std::vector<PatchEntry> entries;  // registration order; an overwritten key keeps its place
+};
+
+inline PatchRegistry& patch_registry() {
+  static PatchRegistry registry;
+  return registry;
+}
+
+}  // namespace detail
+
+/// The registered replacement for a class name: an exact key first, then the first pattern (in
+/// registration order) that regex-searches successfully in the name.
+inline std::optional<PatchReplacement> find_patch_replacement(std::string_view class_name) {
+  auto& registry = detail::patch_registry();
+  std::lock_guard lock(registry.mutex);
+  for (const auto& entry : registry.entries) {
+    if (entry.key == class_name) return entry.replacement;
+  }
+  for (const auto& entry : registry.entries) {
+    if (entry.matches(class_name)) return entry.replacement;
+  }
+  return std::nullopt;
+}
+
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------
+// Collection
+// ---------------------------------------------------------------------------------------------
+
+/// One recorder, resolved for one capture: the module types it accepts and where it puts values.
+struct RecorderSpec {
+  std::size_t slot;
+  OutputRole role;
+  std::size_t index;
+  std::string_view layer_name;
+  std::vector<std::type_index> types;
+};
+
+/// True when `layer_name` is one or more whole dot-separated components of `path`.
+inline bool path_has_layer_name(std::string_view path, std::string_view layer_name) {
+  if (layer_name.empty()) return true;
+  std::string padded_path;
+  padded_path.reserve(path.size() + 2);
+  padded_path += '.';
+  padded_path += path;
+  padded_path += '.';
+  std::string padded_name;
+  padded_name.reserve(layer_name.size() + 2);
+  padded_name += '.';
+  padded_name += layer_name;
+  padded_name += '.';
+  return padded_path.find(padded_name) != std::string::npos;
+}
+
+template <class Tuple>
+struct type_indices;
+template <class... T>
+struct type_indices<std::tuple<T...>> {
+  static void append(std::vector<std::type_index>& out) {
+    static_assert((is_traceable_v<T> && ...), "tracetorch::replacements: every replacement type must be TRACEABLE");
+    (out.emplace_back(typeid(traced_type_t<T>)), ...);
+  }
+};
+
+template <class Recorder>
+void append_accepted_types(std::vector<std::type_index>& out) {
+  using Traced = typename Recorder::target;
+  using Impl = typename Traced::ImplType;
+  out.emplace_back(typeid(Traced));
+  type_indices<typename replacements<typename Recorder::original>::types>::append(out);
+  if constexpr (!std::is_same_v<Impl, typename Recorder::original>) {
+    type_indices<typename replacements<Impl>::types>::append(out);
+  }
+  if (auto patched = find_patch_replacement(Traced::registered_name)) out.push_back(patched->type);
+}
+
+/// Values collected for one output field.
+struct CaptureSlot {
+  bool requested = false;
+  std::vector<torch::Tensor> values;
+  std::int64_t positions = 0;       // hidden_states: positions seen so far, kept or not
+  torch::Tensor first_layer_input;  // hidden_states: the input of the first recorded layer
+  bool has_first_input = false;
+};
+
+/// Watches the recorders' modules during one forward on one thread.
+class CaptureSession final : public CallObserver {
+ public:
+  CaptureSession(std::vector<RecorderSpec> specs, std::vector<CaptureSlot> slots, std::optional<LayerSelection> hidden)
+      : specs_(std::move(specs)),
+        slots_(std::move(slots)),
+        hidden_(std::move(hidden)),
+        owner_(std::this_thread::get_id()) {}
+
+  void attach(torch::nn::Module& model) {
+    for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
+      if (traced == nullptr) continue;
+      const std::type_index type(typeid(*item.value()));
+      for (std::size_t i = 0; i < specs_.size(); ++i) {
+        const auto& spec = specs_[i];
+        if (std::find(spec.types.begin(), spec.types.end(), type) == spec.types.end()) continue;
+        if (!path_has_layer_name(item.key(), spec.layer_name)) continue;
+        attachments_.add(*traced, *this, item.key(), i);
+      }
+    }
+  }
+
+  void on_enter(const Attachment& at, const CallArgs& args) override {
+    if (std::this_thread::get_id() != owner_) return;  // another thread's forward: not ours
+    const auto& spec = specs_[at.tag];
+    auto& slot = slots_[spec.slot];
+    if (spec.role == OutputRole::hidden_states && slot.positions == 0 && !slot.has_first_input) {
+      slot.first_layer_input = args.tensor(0);
+      slot.has_first_input = true;
+    }
+  }
+
+  void on_exit(const Attachment& at, const CallResult& result) override {
+    if (std::this_thread::get_id() != owner_) return;
+    const auto& spec = specs_[at.tag];
+    auto& slot = slots_[spec.slot];
+    torch::Tensor value = result.tensor(spec.index);
+    if (spec.role == OutputRole::hidden_states) {
+      if (slot.positions == 0) add_hidden(slot, std::move(slot.first_layer_input));
+      add_hidden(slot, std::move(value));
+    } else if (value.defined()) {  // no attention weights (None in Python): skipped
+      slot.values.push_back(std::move(value));
+    }
+  }
+
+  void on_unwind(const Attachment&) noexcept override {}
+
+  void detach() noexcept { attachments_.detach(); }
+  std::vector<CaptureSlot>& slots() noexcept { return slots_; }
+
+ private:
+  void add_hidden(CaptureSlot& slot, torch::Tensor value) {
+    // Positions not asked for stay undefined: the sequence keeps its full length.
+    slot.values.push_back(hidden_ && hidden_->includes(slot.positions) ? std::move(value) : torch::Tensor());
+    ++slot.positions;
+  }
+
+  std::vector<RecorderSpec> specs_;
+  std::vector<CaptureSlot> slots_;
+  std::optional<LayerSelection> hidden_;
+  std::thread::id owner_;
+  AttachmentSet attachments_;
+};
+
+template <class Model>
+std::optional<bool> config_output_attentions(const Model& model) {
+  if constexpr (requires { model.config.output_attentions; }) {
+    const auto& value = model.config.output_attentions;
+    if constexpr (is_optional_like<std::remove_cvref_t<decltype(value)>>) {
+      return value;
+    } else {
+      return static_cast<bool>(value);
+    }
+  }
+  return std::nullopt;
+}
+
+template <class Model>
+std::optional<LayerSelection> config_output_hidden_states(const Model& model) {
+  if constexpr (requires { model.config.output_hidden_states; }) {
+    const auto& value = model.config.output_hidden_states;
+    if constexpr (is_optional_like<std::remove_cvref_t<decltype(value)>>) {
+      if (!value.has_value()) return std::nullopt;
+      return LayerSelection(static_cast<bool>(*value));
+    } else {
+      return LayerSelection(static_cast<bool>(value));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+/// Resolved output flags of one forward.
+struct ResolvedOutputs {
+  LayerSelection hidden_states = false;
+  bool attentions = false;
+};
+
+/// output_hidden_states / output_attentions from the call's options, else the model's
+/// `config`, else false.
+template <class Model>
+ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
+  ResolvedOutputs resolved;
+  if (options.output_hidden_states) {
+    resolved.hidden_states = *options.output_hidden_states;
+  } else if (auto from_config = detail::config_output_hidden_states(model)) {
+    resolved.hidden_states = *from_config;
+  }
+  resolved.attentions = options.output_attentions.value_or(detail::config_output_attentions(model).value_or(false));
+  return resolved;
+}
+
+namespace detail {
+
+template <class Record, class Field, class Out, class Value>
+void store_if_named(Out& out, Value& value) {
+  if constexpr (Field::name == Record::field) {
+    using Type = std::remove_cvref_t<decltype(out.*Field::member)>;
+    static_assert(std::is_same_v<Type, std::optional<std::vector<torch::Tensor>>>,
+                  "tracetorch::capture_outputs: a recorded field must be std::optional<std::vector<torch::Tensor>>");
+    out.*Field::member = std::move(value);
+  }
+}
+
+/// Moves `values` into the field named `Record::field` (found through TRACETORCH_OUTPUT).
+template <class Record, class Out, class Value, class... Fields>
+void store_field(Out& out, Value&& value, std::tuple<Fields...>*) {
+  constexpr std::size_t matches = ((Fields::name == Record::field ? 1 : 0) + ... + 0);
+  static_assert(matches == 1, "tracetorch::capture_outputs: the record map names a field the output struct lacks");
+  (store_if_named<Record, Fields>(out, value), ...);
+}
+
+template <class Record, class Recorder>
+void add_recorder_spec(std::vector<RecorderSpec>& specs, std::size_t slot) {
+  RecorderSpec spec{slot, Record::role, static_cast<std::size_t>(Record::template index_of<Recorder>()),
+                    Recorder::layer_name, {}};
+  append_accepted_types<Recorder>(spec.types);
+  specs.push_back(std::move(spec));
+}
+
+template <class Record, class... Recorders>
+void add_record_specs(std::vector<RecorderSpec>& specs, std::size_t slot, std::tuple<Recorders...>*) {
+  (add_recorder_spec<Record, Recorders>(specs, slot), ...);
+}
+
+template <class Record>
+void prepare_slot(const ResolvedOutputs& wanted, std::vector<RecorderSpec>& specs, std::vector<CaptureSlot>& slots,
+                  std::size_t slot) {
+  const bool requested = Record::role == OutputRole::hidden_states ? wanted.hidden_states.any() : wanted.attentions;
+  slots[slot].requested = requested;
+  if (requested) add_record_specs<Record>(specs, slot, static_cast<typename Record::recorders*>(nullptr));
+}
+
+template <class Records, std::size_t... Slot>
+void prepare_slots(const ResolvedOutputs& wanted, std::vector<RecorderSpec>& specs, std::vector<CaptureSlot>& slots,
+                   std::index_sequence<Slot...>) {
+  (prepare_slot<std::tuple_element_t<Slot, Records>>(wanted, specs, slots, Slot), ...);
+}
+
+template <class Record, class Out>
+void finish_slot(Out& out, CaptureSlot& slot, const ResolvedOutputs& wanted, const CaptureSettings& settings) {
+  if (!slot.requested) return;
+  if constexpr (Record::role == OutputRole::hidden_states) {
+    if constexpr (requires { out.last_hidden_state; }) {
+      if (settings.tie_last_hidden_states && !slot.values.empty()) {
+        const auto last = static_cast<std::int64_t>(slot.values.size()) - 1;
+        slot.values.back() = wanted.hidden_states.includes(last) ? out.last_hidden_state : torch::Tensor();
+      }
+    }
+  }
+  store_field<Record>(out, std::move(slot.values), static_cast<output_fields_t<Out>*>(nullptr));
+}
+
+template <class Records, class Out, std::size_t... Slot>
+void finish_slots(Out& out, std::vector<CaptureSlot>& slots, const ResolvedOutputs& wanted,
+                  const CaptureSettings& settings, std::index_sequence<Slot...>) {
+  (finish_slot<std::tuple_element_t<Slot, Records>>(out, slots[Slot], wanted, settings), ...);
+}
+
+}  // namespace detail
+
+/// transformers' `@capture_outputs` around a base model's forward body. `model` is the model
+/// (usually `*this`), whose class declares `static constexpr auto can_record_outputs`. Nothing
+/// requested: the body runs with no collection work at all.
+template <class Model, class Body>
+auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, CaptureSettings settings = {})
+    -> std::invoke_result_t<Body&> {
+  using Out = std::invoke_result_t<Body&>;
+#ifdef TRACETORCH_DISABLE
+  (void)model, (void)options, (void)settings;
+  return body();  // compiled out: outputs stay as the body made them
+#else
+  static_assert(requires { Model::can_record_outputs; },
+                "tracetorch::capture_outputs: the model class must declare "
+                "`static constexpr auto can_record_outputs = tracetorch::output_records(...)`");
+  static_assert(detail::has_output_fields<Out>,
+                "tracetorch::capture_outputs: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
+  using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
+  constexpr std::size_t slot_count = std::tuple_size_v<Records>;
+
+  const ResolvedOutputs wanted = resolve_output_options(model, options);
+  if (!wanted.hidden_states.any() && !wanted.attentions) return body();
+
+  std::vector<detail::RecorderSpec> specs;
+  std::vector<detail::CaptureSlot> slots(slot_count);
+  detail::prepare_slots<Records>(wanted, specs, slots, std::make_index_sequence<slot_count>{});
+  detail::CaptureSession session(std::move(specs), std::move(slots),
+                                 wanted.hidden_states.any() ? std::optional(wanted.hidden_states) : std::nullopt);
+  session.attach(static_cast<torch::nn::Module&>(model));
+  Out out = body();
+  session.detach();
+  detail::finish_slots<Records>(out, session.slots(), wanted, settings, std::make_index_sequence<slot_count>{});
+  return out;
+#endif
+}
+
+/// transformers' `@merge_with_config_defaults`: use_cache from the model's config unless given.
+template <class Model>
+OutputOptions merge_with_config_defaults(const Model& model, OutputOptions options) {
+  if constexpr (requires { model.config.use_cache; }) {
+    if (!options.use_cache) {
+      const auto& value = model.config.use_cache;
+      if constexpr (detail::is_optional_like<std::remove_cvref_t<decltype(value)>>) {
+        options.use_cache = value;
+      } else {
+        options.use_cache = static_cast<bool>(value);
+      }
+    }
+  }
+  return options;
+}
+
+/// A recorder of a model's record map, resolved against the patch registry.
+struct PatchedRecorder {
+  std::string field;
+  std::string target;       // the class name the record map names
+  std::string replacement;  // the registered replacement's name, empty when none
+};
+
+namespace detail {
+
+template <class Record, class... Recorders>
+void report_patches(std::vector<PatchedRecorder>& report, std::tuple<Recorders...>*) {
+  (
+      [&] {
+        using Traced = typename Recorders::target;
+        auto patched = find_patch_replacement(Traced::registered_name);
+        report.push_back({std::string(Record::field), std::string(Traced::registered_name),
+                          patched ? patched->name : std::string()});
+      }(),
+      ...);
+}
+
+template <class... Records>
+void report_all_patches(std::vector<PatchedRecorder>& report, std::tuple<Records...>*) {
+  (report_patches<Records>(report, static_cast<typename Records::recorders*>(nullptr)), ...);
+}
+
+}  // namespace detail
+
+/// transformers' `patch_output_recorders(model)`. Here recorders consult the registry at every
+/// capture, so this is not needed for capture to see a replacement: it reports, for each
+/// recorder of the model's record map, which replacement it will also record.
+template <class Model>
+std::vector<PatchedRecorder> patch_output_recorders(const Model&) {
+#ifdef TRACETORCH_DISABLE
+  return {};
+#else
+  using Impl = typename detail::traced_type_t<Model>::ImplType;
+  using Records = std::remove_cvref_t<decltype(Impl::can_record_outputs)>;
+  std::vector<PatchedRecorder> report;
+  detail::report_all_patches(report, static_cast<Records*>(nullptr));
+  return report;
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// return_dict=false
+// ---------------------------------------------------------------------------------------------
+
+/// An output struct as transformers' `ModelOutput.to_tuple()`: its fields in order, None ones
+/// (undefined tensors, empty optionals) left out; `out[0].toTensor()`.
+class OutputTuple {
+ public:
+  std::size_t size() const noexcept { return items_.size(); }
+  const c10::IValue& operator[](std::size_t i) const {
+    if (i >= items_.size()) {
+      throw Error("tracetorch: OutputTuple index " + std::to_string(i) + " out of range (size " +
+                  std::to_string(items_.size()) + ")");
+    }
+    return items_[i];
+  }
+  auto begin() const noexcept { return items_.begin(); }
+  auto end() const noexcept { return items_.end(); }
+
+  void push_back(c10::IValue value) { items_.push_back(std::move(value)); }
+
+ private:
+  std::vector<c10::IValue> items_;
+};
+
+namespace detail {
+
+template <class T>
+void append_tuple_item(OutputTuple& tuple, const T& value) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, torch::Tensor>) {
+    if (value.defined()) tuple.push_back(value);
+  } else if constexpr (is_optional_like<U>) {
+    if (value.has_value()) append_tuple_item(tuple, *value);
+  } else if constexpr (std::is_same_v<U, std::vector<torch::Tensor>>) {
+    tuple.push_back(c10::IValue(c10::List<torch::Tensor>(value)));
+  } else {
+    tuple.push_back(c10::IValue(value));
+  }
+}
+
+}  // namespace detail
+
+/// The tuple form of an output struct, in field order (through Boost.PFR).
+template <class Out>
+OutputTuple to_tuple(const Out& out) {
+  OutputTuple tuple;
+  boost::pfr::for_each_field(out, [&](const auto& field) { detail::append_tuple_item(tuple, field); });
+  return tuple;
+}
+
+}  // namespace tracetorch
+
+#define TRACETORCH_DETAIL_VISIT_FIELD(r, value, field) visit(BOOST_PP_STRINGIZE(field), value.field);
+#define TRACETORCH_DETAIL_NAMED_FIELD(r, Type, i, field) \
+  BOOST_PP_COMMA_IF(i)::tracetorch::detail::NamedField<BOOST_PP_STRINGIZE(field), &Type::field>
+
+/// Declares an output struct's fields, in declaration order, after the struct (in its
+/// namespace): the C++ form of a transformers ModelOutput dataclass. Traces show the struct as
+/// an object keyed by field name with None fields left out; capture_outputs finds fields by name.
+#define TRACETORCH_OUTPUT(Type, ...)                                                                            \
+  template <class Visitor>                                                                                      \
+  void tracetorch_fields(const Type& value, Visitor&& visit) {                                                  \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))          \
+  }                                                                                                             \
+  constexpr auto tracetorch_output_fields(const Type*) {                                                        \
+    static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),                     \
+                  "TRACETORCH_OUTPUT(" #Type ", ...) must list every field of the struct");                     \
+    return std::tuple<BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_NAMED_FIELD, Type,                              \
+                                              BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))>{};                        \
+  }                                                                                                             \
+  static_assert(true)
+// ---- end tracetorch/capture.hpp ----
+// ---- begin tracetorch/debugger.hpp ----
+/// \file
+/// The model addition debugger: the C++ form of transformers' `model_addition_debugger_context`.
+///
+/// \code
+/// {
+///   auto guard = tracetorch::model_addition_debugger(model, {.debug_path = "dbg", .do_prune_layers = false});
+///   auto out = model->forward(input_ids);  // writes dbg/LlamaModel_debug_tree_{SUMMARY,FULL_TENSORS}.json
+/// }
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <unistd.h>  // unlink
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+// ---- begin tracetorch/detail/atomic_file.hpp ----
+// Whole-file writes that never leave a half-written file behind: the bytes go to a
+// temporary file beside the target, which is renamed over it only once complete.
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+
+
+namespace tracetorch::detail {
+
+/// A name beside `target` that no other writer uses: several threads of one process may
+/// write the same target at once (two traces of one model type into one debug_path), and each
+/// must write its own temporary file or they would interleave their bytes in one.
+inline std::filesystem::path unique_temp_path(const std::filesystem::path& target) {
+  static std::atomic<unsigned long long> counter{0};
+  return target.string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+/// Writes pieces one after another into a temporary file and renames it to `target` on commit().
+/// Destroying an uncommitted writer removes the temporary file.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::filesystem::path target)
+      : target_(std::move(target)), temp_(unique_temp_path(target_)) {
+    // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name.
+    file_ = std::fopen(temp_.c_str(), "wbx");
+    if (file_ == nullptr) fail("cannot create");
+  }
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter() {
+    if (file_ != nullptr) std::fclose(file_);
+    if (!committed_) std::remove(temp_.c_str());
+  }
+
+  void write(const void* data, std::size_t size) {
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": already finished");
+    if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
+  }
+  void write(std::string_view text) { write(text.data(), text.size()); }
+
+  /// Flushes and closes the temporary file: after this, only the rename of commit() is left,
+  /// so writers of files that belong together can all finish() before any of them commits.
+  void finish() {
+    if (finished_) return;
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": an earlier write failed");
+    // fflush + fclose report a full disk that buffered fwrite calls did not.
+    const bool flushed = std::fflush(file_) == 0;
+    const int saved_errno = errno;
+    const bool closed = std::fclose(file_) == 0;
+    file_ = nullptr;
+    if (!flushed || !closed) {
+      errno = flushed ? errno : saved_errno;
+      fail("cannot write");
+    }
+    finished_ = true;
+  }
+
+  /// finish(), then hands the temporary file over to the caller, who renames or removes it:
+  /// for files committed together later (the debugger's tensor files), without a second copy
+  /// or rename.
+  std::filesystem::path release() {
+    finish();
+    committed_ = true;
+    return temp_;
+  }
+
+  void commit() {
+    finish();
+    std::error_code ec;
+    std::filesystem::rename(temp_, target_, ec);
+    if (ec) throw Error("tracetorch: cannot write " + target_.string() + ": " + ec.message());
+    committed_ = true;
+  }
+
+ private:
+  [[noreturn]] void fail(const char* what) const {
+    throw Error("tracetorch: " + std::string(what) + " " + target_.string() + ": " + std::strerror(errno));
+  }
+
+  std::filesystem::path target_;
+  std::filesystem::path temp_;
+  std::FILE* file_ = nullptr;
+  bool finished_ = false;
+  bool committed_ = false;
+};
+
+/// Writes `content` to `target` atomically.
+inline void write_file_atomically(const std::filesystem::path& target, std::string_view content) {
+  AtomicFileWriter writer(target);
+  writer.write(content);
+  writer.commit();
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/atomic_file.hpp ----
+// ---- begin tracetorch/detail/python_json.hpp ----
+// JSON text exactly as Python's `json.dump(obj, f, indent=2)` writes it: ", "/": " separators
+// folded to "," + newline, two-space indent, empty containers as {} and [], ensure_ascii
+// escapes (\uXXXX, surrogate pairs above the BMP), floats as Python's repr.
+
+#include <boost/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
 
 // ---- begin tracetorch/python_repr.hpp ----
 /// \file
@@ -1213,1618 +2779,6 @@ inline std::vector<std::string> python_print_lines(const torch::Tensor& tensor) 
 
 namespace tracetorch::detail {
 
-/// Turns one tensor into its JSON record; `prefix` is the file stem transformers would use.
-class TensorEncoder {
- public:
-  virtual boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix) = 0;
-
- protected:
-  ~TensorEncoder() = default;
-};
-
-/// A JSON string value (boost::json::value has no implicit constructor from std::string).
-inline boost::json::value json_text(std::string_view text) { return boost::json::string(text); }
-
-template <class T>
-concept is_optional_like = requires(const T& v) {
-  { v.has_value() } -> std::convertible_to<bool>;
-  *v;
-  typename T::value_type;
-};
-
-template <class T>
-concept is_tuple_like = requires { std::tuple_size<T>::value; } && !std::ranges::range<T>;
-
-template <class T>
-concept is_string_like = std::is_convertible_v<const T&, std::string_view>;
-
-template <class T>
-concept is_string_map = std::ranges::range<T> && requires(const T& m) {
-  { m.begin()->first } -> std::convertible_to<std::string_view>;
-  m.begin()->second;
-};
-
-/// Visits (name, value) pairs; `tracetorch_fields(const T&, FieldVisitor)` found by
-/// argument-dependent lookup makes `T` serialise like a transformers ModelOutput.
-template <class T>
-concept has_named_fields = requires(const T& v) {
-  tracetorch_fields(v, [](std::string_view, const auto&) {});
-};
-
-/// An options struct passed to a forward travels as Python keyword arguments: it declares
-/// `tracetorch_keywords(const T&, Visitor)` and only what it visits is shown.
-template <class T>
-concept is_keyword_pack = requires(const T& v) {
-  tracetorch_keywords(v, [](std::string_view, const auto&) {});
-};
-
-/// True when Python would hold None here: ModelOutput leaves such fields out.
-template <class T>
-bool is_none_like(const T& value) {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (std::is_same_v<U, torch::Tensor>) {
-    return !value.defined();
-  } else if constexpr (is_optional_like<U>) {
-    return !value.has_value();
-  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
-    return true;
-  } else {
-    return false;
-  }
-}
-
-template <class T>
-boost::json::value to_trace_json(const T& value, std::string& prefix, TensorEncoder& encoder);
-
-/// Appends `_<suffix>` to the prefix for the duration of one element.
-class PrefixScope {
- public:
-  PrefixScope(std::string& prefix, std::string_view suffix) : prefix_(prefix), size_(prefix.size()) {
-    prefix_ += '_';
-    prefix_ += suffix;
-  }
-  PrefixScope(const PrefixScope&) = delete;
-  PrefixScope& operator=(const PrefixScope&) = delete;
-  ~PrefixScope() { prefix_.resize(size_); }
-
- private:
-  std::string& prefix_;
-  std::size_t size_;
-};
-
-template <class T>
-void append_keywords(const T& pack, boost::json::object& keywords, std::string& prefix, TensorEncoder& encoder) {
-  tracetorch_keywords(pack, [&](std::string_view name, const auto& value) {
-    PrefixScope scope(prefix, name);
-    keywords[name] = to_trace_json(value, prefix, encoder);
-  });
-}
-
-template <class T>
-boost::json::value to_trace_json(const T& value, std::string& prefix, TensorEncoder& encoder) {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (std::is_same_v<U, torch::Tensor>) {
-    if (!value.defined()) return "None";
-    return encoder.encode(value, prefix);
-  } else if constexpr (std::is_same_v<U, bool>) {
-    return value ? "True" : "False";
-  } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
-    return json_text(std::to_string(static_cast<std::int64_t>(value)));
-  } else if constexpr (std::is_floating_point_v<U>) {
-    return json_text(python_repr(static_cast<double>(value)));
-  } else if constexpr (std::is_same_v<U, c10::ScalarType>) {
-    return json_text(python_dtype_repr(value));
-  } else if constexpr (is_string_like<U>) {
-    return json_text(python_repr(std::string_view(value)));
-  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
-    return "None";
-  } else if constexpr (std::is_same_v<U, c10::Scalar>) {
-    if (value.isBoolean()) return value.toBool() ? "True" : "False";
-    if (value.isIntegral(false)) return json_text(std::to_string(value.toLong()));
-    return json_text(python_repr(value.toDouble()));
-  } else if constexpr (is_optional_like<U>) {
-    if (!value.has_value()) return "None";
-    return to_trace_json(*value, prefix, encoder);
-  } else if constexpr (has_named_fields<U>) {
-    boost::json::object fields;
-    tracetorch_fields(value, [&](std::string_view name, const auto& field) {
-      if (is_none_like(field)) return;
-      PrefixScope scope(prefix, name);
-      fields[name] = to_trace_json(field, prefix, encoder);
-    });
-    return fields;
-  } else if constexpr (is_keyword_pack<U>) {
-    boost::json::object keywords;
-    append_keywords(value, keywords, prefix, encoder);
-    return keywords;
-  } else if constexpr (is_string_map<U>) {
-    boost::json::object entries;
-    for (const auto& [key, element] : value) {
-      PrefixScope scope(prefix, std::string_view(key));
-      entries[std::string_view(key)] = to_trace_json(element, prefix, encoder);
-    }
-    return entries;
-  } else if constexpr (is_tuple_like<U>) {
-    boost::json::array elements;
-    std::apply(
-        [&](const auto&... element) {
-          std::size_t index = 0;
-          ((void)[&] {
-            PrefixScope scope(prefix, std::to_string(index++));
-            elements.push_back(to_trace_json(element, prefix, encoder));
-          }(), ...);
-        },
-        value);
-    return elements;
-  } else if constexpr (std::ranges::range<U>) {
-    boost::json::array elements;
-    std::size_t index = 0;
-    for (const auto& element : value) {
-      PrefixScope scope(prefix, std::to_string(index++));
-      elements.push_back(to_trace_json(element, prefix, encoder));
-    }
-    return elements;
-  } else {
-    // Python's default repr, with the address already sanitised as the debugger does.
-    return json_text("<" + c10::demangle(typeid(U).name()) + " object at 0xXXXXXXXX>");
-  }
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/serialize.hpp ----
-
-namespace tracetorch::detail {
-
-class CallObserver;
-class TracedModuleBase;
-
-/// One observer attached to one module instance. A module's attachments form a singly linked
-/// list, newest first, so nested scopes attach and detach like a stack.
-struct Attachment {
-  CallObserver* observer = nullptr;
-  TracedModuleBase* module = nullptr;
-  std::string module_path;    // "<Root>.<named_modules path>", computed once at attach time
-  bool is_root = false;
-  bool has_children = false;  // Python's debugger prints no outputs for modules with children
-  std::size_t tag = 0;        // the observer's own: which of its recorders this is
-  Attachment* next = nullptr;
-};
-
-/// Base of every traced module: where attachments hang, and the registered name.
-class TracedModuleBase {
- public:
-  TracedModuleBase() = default;
-  // Copies (Cloneable::clone) start with nothing attached.
-  TracedModuleBase(const TracedModuleBase&) noexcept {}
-  TracedModuleBase& operator=(const TracedModuleBase&) noexcept { return *this; }
-  virtual ~TracedModuleBase() = default;
-
-  /// The name given to TRACEABLE: the class name a transformers trace shows.
-  virtual std::string_view traced_name() const noexcept = 0;
-
-  std::atomic<Attachment*> attachments_{nullptr};
-};
-
-/// The arguments of a call, positional, as the observers may read them.
-class CallArgs {
- public:
-  virtual std::size_t size() const noexcept = 0;
-  /// Argument `index` if it is a defined tensor, else an undefined tensor.
-  virtual torch::Tensor tensor(std::size_t index) const = 0;
-  /// `{"args": [...], "kwargs": {...}}` as Python's debugger serialises `(*args, **kwargs)`;
-  /// empty parts dropped unless `keep_empty` (the root keeps both).
-  virtual boost::json::object serialize(std::string& prefix, TensorEncoder& encoder, bool keep_empty) const = 0;
-
- protected:
-  ~CallArgs() = default;
-};
-
-/// The value a call returned.
-class CallResult {
- public:
-  /// The result itself if it is a tensor (index 0), or element `index` of a tuple result.
-  virtual torch::Tensor tensor(std::size_t index) const = 0;
-  virtual boost::json::value serialize(std::string& prefix, TensorEncoder& encoder) const = 0;
-
- protected:
-  ~CallResult() = default;
-};
-
-class CallObserver {
- public:
-  virtual void on_enter(const Attachment& at, const CallArgs& args) = 0;
-  virtual void on_exit(const Attachment& at, const CallResult& result) = 0;
-  /// The forward threw: drop what on_enter started, restore what it changed.
-  virtual void on_unwind(const Attachment& at) noexcept = 0;
-
- protected:
-  ~CallObserver() = default;
-};
-
-template <class T>
-torch::Tensor tensor_of(const T& value) {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (std::is_same_v<U, torch::Tensor>) {
-    return value;
-  } else if constexpr (is_optional_like<U>) {
-    return value.has_value() ? tensor_of(*value) : torch::Tensor();
-  } else {
-    return torch::Tensor();
-  }
-}
-
-template <class... A>
-class CallArgsOf final : public CallArgs {
- public:
-  explicit CallArgsOf(const A&... args) : args_(args...) {}
-
-  std::size_t size() const noexcept override { return sizeof...(A); }
-
-  torch::Tensor tensor(std::size_t index) const override {
-    torch::Tensor found;
-    std::size_t i = 0;
-    std::apply([&](const auto&... arg) { ((i++ == index ? void(found = tensor_of(arg)) : void()), ...); }, args_);
-    return found;
-  }
-
-  boost::json::object serialize(std::string& prefix, TensorEncoder& encoder, bool keep_empty) const override {
-    boost::json::array positional;
-    boost::json::object keywords;
-    const std::size_t base = prefix.size();
-    std::apply(
-        [&](const auto&... arg) {
-          std::size_t i = 0;
-          (serialize_one(arg, i, positional, keywords, prefix, base, encoder), ...);
-        },
-        args_);
-    prefix.resize(base);
-    boost::json::object out;
-    if (keep_empty || !positional.empty()) out["args"] = std::move(positional);
-    if (keep_empty || !keywords.empty()) out["kwargs"] = std::move(keywords);
-    return out;
-  }
-
- private:
-  template <class T>
-  static void serialize_one(const T& arg, std::size_t& index, boost::json::array& positional,
-                            boost::json::object& keywords, std::string& prefix, std::size_t base,
-                            TensorEncoder& encoder) {
-    if constexpr (is_keyword_pack<T>) {
-      // Options structs travel as Python keyword arguments: only what was set is shown.
-      prefix.resize(base);
-      prefix += "_kwargs";
-      append_keywords(arg, keywords, prefix, encoder);
-    } else {
-      prefix.resize(base);
-      prefix += "_args_";
-      prefix += std::to_string(index++);
-      positional.push_back(to_trace_json(arg, prefix, encoder));
-    }
-  }
-
-  std::tuple<const A&...> args_;
-};
-
-template <class R>
-class CallResultOf final : public CallResult {
- public:
-  explicit CallResultOf(const R& result) : result_(result) {}
-
-  torch::Tensor tensor(std::size_t index) const override {
-    using U = std::remove_cvref_t<R>;
-    if constexpr (is_tuple_like<U>) {
-      torch::Tensor found;
-      std::size_t i = 0;
-      std::apply([&](const auto&... e) { ((i++ == index ? void(found = tensor_of(e)) : void()), ...); }, result_);
-      return found;
-    } else {
-      return index == 0 ? tensor_of(result_) : torch::Tensor();
-    }
-  }
-
-  boost::json::value serialize(std::string& prefix, TensorEncoder& encoder) const override {
-    return to_trace_json(result_, prefix, encoder);
-  }
-
- private:
-  const R& result_;
-};
-
-class VoidResult final : public CallResult {
- public:
-  torch::Tensor tensor(std::size_t) const override { return {}; }
-  boost::json::value serialize(std::string&, TensorEncoder&) const override { return "None"; }
-};
-
-/// Unwinds the attachments in [first, last), last entered first.
-inline void unwind_attachments(Attachment* first, Attachment* last) noexcept {
-  if (first == last) return;
-  unwind_attachments(first->next, last);
-  first->observer->on_unwind(*first);
-}
-
-/// Exits the attachments from `at` on, in the reverse of the order they were entered, so that
-/// observers that save and restore state (grad mode) nest properly. If one throws, those it
-/// would have been followed by are unwound instead.
-inline void exit_attachments(Attachment* at, const CallResult& view) {
-  if (at == nullptr) return;
-  try {
-    exit_attachments(at->next, view);
-  } catch (...) {
-    at->observer->on_unwind(*at);
-    throw;
-  }
-  at->observer->on_exit(*at, view);
-}
-
-/// The slow path of a traced call, out of line so the untraced path stays small.
-/// Contract with the observers: once on_enter has returned, exactly one of on_exit or on_unwind
-/// follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
-template <class R, class Module, class Call, class... A>
-[[gnu::noinline]] R traced_call(Module& /*module*/, Attachment* head, Call&& call, const A&... args) {
-  Attachment* entered_end = head;
-  try {
-    const CallArgsOf<A...> view(args...);
-    for (; entered_end != nullptr; entered_end = entered_end->next) entered_end->observer->on_enter(*entered_end, view);
-  } catch (...) {
-    unwind_attachments(head, entered_end);
-    throw;
-  }
-  const auto finish = [head](const CallResult& view) { exit_attachments(head, view); };
-  const auto run = [&]() -> R {
-    try {
-      return call();
-    } catch (...) {
-      unwind_attachments(head, nullptr);
-      throw;
-    }
-  };
-  if constexpr (std::is_void_v<R>) {
-    run();
-    finish(VoidResult());
-  } else {
-    R result = run();
-    finish(CallResultOf<R>(result));
-    return result;
-  }
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/call.hpp ----
-
-namespace tracetorch::detail {
-
-/// Serialises changes to attachment lists; calls read the lists without it (one atomic load).
-inline std::mutex& attachment_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-
-/// Containers have no forward of their own (Python's ModuleList is never called either), so
-/// they are not reported as untraced; their elements are checked on their own.
-inline bool is_container(const torch::nn::Module& module) noexcept {
-  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
-}
-
-/// A set of attachments owned together; removed, newest first, on destruction.
-class AttachmentSet {
- public:
-  AttachmentSet() = default;
-  AttachmentSet(const AttachmentSet&) = delete;
-  AttachmentSet& operator=(const AttachmentSet&) = delete;
-  ~AttachmentSet() { detach(); }
-
-  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
-  /// Modules that are not traced (and not containers) are listed in untraced().
-  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
-    const auto named = root.named_modules("", /*include_self=*/true);
-    std::lock_guard lock(attachment_mutex());
-    attachments_.reserve(attachments_.size() + named.size());
-    for (const auto& item : named) {
-      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
-      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
-      if (traced == nullptr) {
-        if (!is_container(*item.value())) untraced_.push_back(path);
-        continue;
-      }
-      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
-    }
-  }
-
-  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
-  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
-    std::lock_guard lock(attachment_mutex());
-    add_locked(module, observer, std::move(module_path), false, false, tag);
-  }
-
-  void detach() noexcept {
-    std::lock_guard lock(attachment_mutex());
-    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
-      Attachment& at = **it;
-      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
-      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
-      if (head == &at) {
-        at.module->attachments_.store(at.next, std::memory_order_release);
-        continue;
-      }
-      for (Attachment* p = head; p != nullptr; p = p->next) {
-        if (p->next == &at) {
-          p->next = at.next;
-          break;
-        }
-      }
-    }
-    attachments_.clear();
-  }
-
-  bool empty() const noexcept { return attachments_.empty(); }
-  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
-
- private:
-  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
-                  bool has_children, std::size_t tag) {
-    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
-    at.observer = &observer;
-    at.module = &module;
-    at.module_path = std::move(module_path);
-    at.is_root = is_root;
-    at.has_children = has_children;
-    at.tag = tag;
-    at.next = module.attachments_.load(std::memory_order_acquire);
-    module.attachments_.store(&at, std::memory_order_release);
-  }
-
-  std::vector<std::unique_ptr<Attachment>> attachments_;
-  std::vector<std::string> untraced_;
-};
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/attachments.hpp ----
-// ---- begin tracetorch/error.hpp ----
-/// \file
-/// The one exception type tracetorch throws for bad input and failed I/O.
-
-#include <stdexcept>
-#include <string>
-
-namespace tracetorch {
-
-/// Thrown for unreadable or malformed files, unwritable paths and misuse.
-/// The message names the file (where there is one) and the cause.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-}  // namespace tracetorch
-// ---- end tracetorch/error.hpp ----
-// ---- begin tracetorch/module.hpp ----
-/// \file
-/// `TRACEABLE(Name)`: the one annotation a module class needs.
-///
-/// LibTorch has no forward hooks and `forward` is not virtual, so calls are intercepted at
-/// compile time instead: `TRACEABLE(Name)` defines the holder `Name` (as `TORCH_MODULE(Name)`
-/// does) over `Traced<NameImpl>`, a class derived from `NameImpl` whose `forward` has the exact
-/// signature of `NameImpl::forward` and checks one pointer before calling it. Nothing is replaced
-/// at run time; with no trace attached a call costs that one branch.
-///
-/// \code
-/// struct MlpImpl : torch::nn::Module {
-///   torch::Tensor forward(torch::Tensor x);
-/// };
-/// TRACEABLE(Mlp);   // holder `Mlp`, registered name "Mlp"
-/// \endcode
-
-#include <torch/torch.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cstddef>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-
-
-namespace tracetorch::detail {
-
-/// A string literal usable as a template argument: the registered name of a traced type.
-template <std::size_t N>
-struct FixedString {
-  char chars[N]{};
-  constexpr FixedString(const char (&text)[N]) { std::copy_n(text, N, chars); }  // NOLINT: implicit by design
-  constexpr std::string_view view() const noexcept { return {chars, N - 1}; }
-};
-
-/// `&Impl::forward` when it names one non-template function, else void (overloaded or template).
-template <class Impl>
-struct forward_pointer {
-  using type = void;
-};
-template <class Impl>
-  requires requires { &Impl::forward; }
-struct forward_pointer<Impl> {
-  using type = decltype(&Impl::forward);
-};
-
-// The body of every traced entry point: one acquire load and one branch when nothing is
-// attached; otherwise the observers see the call (detail/call.hpp).
-#ifndef TRACETORCH_DISABLE
-#define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
-  ::tracetorch::detail::Attachment* head = this->attachments_.load(std::memory_order_acquire);  \
-  if (head == nullptr) [[likely]]                                                                 \
-    return Impl::forward(std::forward<Types>(values)...);                                        \
-  return ::tracetorch::detail::traced_call<R>(                                                   \
-      *this, head, [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...)
-#else
-#define TRACETORCH_DETAIL_FORWARD_BODY(Types, values) return Impl::forward(std::forward<Types>(values)...)
-#endif
-
-/// The traced form of `Impl`, for an `Impl::forward` that is overloaded or a template: `forward`
-/// is a template too (so such a module cannot go into a `Sequential`, exactly as in LibTorch).
-template <class Impl, FixedString Name, class ForwardPointer = typename forward_pointer<Impl>::type>
-class Traced : public Impl, public TracedModuleBase {
- public:
-  using Impl::Impl;
-  Traced() = default;
-
-  template <class... A>
-  decltype(auto) forward(A&&... args) {
-    using R = decltype(Impl::forward(std::forward<A>(args)...));
-    TRACETORCH_DETAIL_FORWARD_BODY(A, args);
-  }
-  template <class... A>
-  decltype(auto) call(A&&... args) {
-    return forward(std::forward<A>(args)...);
-  }
-  std::string_view traced_name() const noexcept override { return Name.view(); }
-  static constexpr std::string_view registered_name = Name.view();
-  using ImplType = Impl;
-};
-
-// One partial specialisation per qualification of a unique `forward`: the traced `forward` has
-// exactly its signature, so `AnyModule` (and with it `Sequential`) deduces the same types.
-// `call` serves the holder's operator(): default arguments of Impl::forward still apply.
-#define TRACETORCH_DETAIL_TRACED(QUALIFIERS)                                                      \
-  template <class Impl, FixedString Name, class C, class R, class... A>                           \
-  class Traced<Impl, Name, R (C::*)(A...) QUALIFIERS> : public Impl, public TracedModuleBase {    \
-   public:                                                                                        \
-    using Impl::Impl;                                                                             \
-    Traced() = default;                                                                           \
-                                                                                                  \
-    R forward(A... args) QUALIFIERS { TRACETORCH_DETAIL_FORWARD_BODY(A, args); }                  \
-    template <class... Given>                                                                     \
-    R call(Given&&... given) QUALIFIERS {                                                         \
-      TRACETORCH_DETAIL_FORWARD_BODY(Given, given);                                               \
-    }                                                                                             \
-    std::string_view traced_name() const noexcept override { return Name.view(); }               \
-    static constexpr std::string_view registered_name = Name.view();                             \
-    using ImplType = Impl;                                                                        \
-  }
-
-TRACETORCH_DETAIL_TRACED();
-TRACETORCH_DETAIL_TRACED(const);
-TRACETORCH_DETAIL_TRACED(noexcept);
-TRACETORCH_DETAIL_TRACED(const noexcept);
-#undef TRACETORCH_DETAIL_TRACED
-
-/// The holder of a traced module: `torch::nn::ModuleHolder` whose call operator goes through
-/// the traced `call`, so default arguments of `forward` keep working.
-template <class Impl, FixedString Name>
-class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>> {
-  using Base = torch::nn::ModuleHolder<Traced<Impl, Name>>;
-
- public:
-  using Base::Base;
-  using Impl_ = Impl;
-
-  template <class... A>
-  decltype(auto) operator()(A&&... args) {
-    return this->get()->call(std::forward<A>(args)...);
-  }
-};
-
-/// Registration marker found by argument-dependent lookup: `TRACEABLE` declares a function
-/// returning it beside the user's Impl class, so compile-time code can go from an Impl type to
-/// its holder (and tell traced types from plain ones).
-template <class Holder>
-struct traceable_tag {
-  using holder = Holder;
-};
-
-template <class T>
-struct is_traceable_tag : std::false_type {};
-template <class H>
-struct is_traceable_tag<traceable_tag<H>> : std::true_type {};
-
-}  // namespace tracetorch::detail
-
-namespace tracetorch {
-
-/// True for a module type declared with `TRACEABLE` (its Impl, its holder or its traced form).
-template <class T>
-inline constexpr bool is_traceable_v =
-    std::is_base_of_v<detail::TracedModuleBase, T> ||
-    requires { requires std::is_base_of_v<detail::TracedModuleBase, typename T::ContainedType>; } ||
-    requires(T* p) { requires detail::is_traceable_tag<decltype(tracetorch_traceable_marker(p))>::value; };
-
-namespace detail {
-
-/// The traced class (`Traced<Impl, Name>`) of a holder, an Impl or a traced class.
-template <class T>
-struct traced_type {
-  using type = typename decltype(tracetorch_traceable_marker(static_cast<T*>(nullptr)))::holder::ContainedType;
-};
-template <class T>
-  requires std::is_base_of_v<TracedModuleBase, T>
-struct traced_type<T> {
-  using type = T;
-};
-template <class T>
-  requires requires { typename T::ContainedType; } && std::is_base_of_v<TracedModuleBase, typename T::ContainedType>
-struct traced_type<T> {
-  using type = typename T::ContainedType;
-};
-template <class T>
-using traced_type_t = typename traced_type<T>::type;
-
-}  // namespace detail
-}  // namespace tracetorch
-
-/// `TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the holder `Name`
-/// like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's path).
-#define TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
-
-/// `TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
-#ifdef TRACETORCH_DISABLE
-// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): exactly LibTorch's holder, no tracing.
-#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType) TORCH_MODULE_IMPL(Name, ImplType)
-#else
-#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
-  class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
-   public:                                                                                        \
-    using ::tracetorch::detail::TracedHolder<ImplType, #Name>::TracedHolder;                      \
-    using Impl = ImplType;                                                                        \
-  };                                                                                              \
-  ::tracetorch::detail::traceable_tag<Name> tracetorch_traceable_marker(ImplType*)
-#endif  // TRACETORCH_DISABLE
-// ---- end tracetorch/module.hpp ----
-
-namespace tracetorch {
-
-// ---------------------------------------------------------------------------------------------
-// Options of a forward
-// ---------------------------------------------------------------------------------------------
-
-/// Positions of hidden_states to keep: `.output_hidden_states = tracetorch::layers{1, 3}` is
-/// transformers' `output_hidden_states=[1, 3]`.
-struct layers {
-  layers(std::initializer_list<std::int64_t> chosen) : indices(chosen) {}
-  std::vector<std::int64_t> indices;
-};
-
-/// `output_hidden_states`: all (true), none (false), or the listed positions. Positions count
-/// as in the returned sequence: 0 is the embedding output, i the output of layer i.
-class LayerSelection {
- public:
-  LayerSelection(bool all) : all_(all) {}  // NOLINT: implicit, so `.output_hidden_states = true` reads naturally
-  LayerSelection(layers chosen) : indices_(std::move(chosen.indices)), listed_(true) {  // NOLINT: implicit
-    for (const auto index : indices_) {
-      if (index < 0) {
-        throw Error("tracetorch: output_hidden_states: position " + std::to_string(index) +
-                    " is negative; list positions from 0 (the embedding output)");
-      }
-    }
-  }
-
-  bool any() const noexcept { return all_ || !indices_.empty(); }
-  bool includes(std::int64_t position) const noexcept {
-    return all_ || std::find(indices_.begin(), indices_.end(), position) != indices_.end();
-  }
-  bool is_list() const noexcept { return listed_; }
-  const std::vector<std::int64_t>& indices() const noexcept { return indices_; }
-  bool all() const noexcept { return all_; }
-
- private:
-  bool all_ = false;
-  std::vector<std::int64_t> indices_;
-  bool listed_ = false;
-};
-
-/// What a caller asks of a forward, as transformers' keyword arguments; unset means "ask the
-/// model's config" (a `config` member with the same names), else false.
-struct OutputOptions {
-  std::optional<LayerSelection> output_hidden_states;
-  std::optional<bool> output_attentions;
-  std::optional<bool> use_cache;
-  std::optional<bool> return_dict;
-};
-
-/// In a trace, options appear as Python keyword arguments holding only what was set, so a call
-/// without options traces exactly like `model(input_ids)` in Python.
-template <class Visitor>
-void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
-  if (options.output_hidden_states) {
-    if (options.output_hidden_states->is_list()) {
-      visit("output_hidden_states", options.output_hidden_states->indices());
-    } else {
-      visit("output_hidden_states", options.output_hidden_states->all());
-    }
-  }
-  if (options.output_attentions) visit("output_attentions", *options.output_attentions);
-  if (options.use_cache) visit("use_cache", *options.use_cache);
-  if (options.return_dict) visit("return_dict", *options.return_dict);
-}
-
-/// How `capture_outputs` finishes hidden_states.
-struct CaptureSettings {
-  /// Replace the last recorded hidden state by the output's (post-norm) last_hidden_state, as
-  /// transformers does by default.
-  bool tie_last_hidden_states = true;
-};
-
-namespace detail {
-
-// ---------------------------------------------------------------------------------------------
-// Output structs: named fields
-// ---------------------------------------------------------------------------------------------
-
-/// One field of an output struct, by name and member pointer.
-template <FixedString Name, auto Member>
-struct NamedField {
-  static constexpr std::string_view name = Name.view();
-  static constexpr auto member = Member;
-};
-
-template <class T>
-concept has_output_fields = requires(const T* p) { tracetorch_output_fields(p); };
-
-template <class T>
-using output_fields_t = decltype(tracetorch_output_fields(static_cast<const T*>(nullptr)));
-
-template <class T>
-inline constexpr bool always_false = false;
-
-/// The name of the field that `Member` points to, from the struct's TRACETORCH_OUTPUT.
-template <auto Member>
-struct member_name;
-template <class Field, class Struct, Field Struct::*Member>
-struct member_name<Member> {
-  static_assert(has_output_fields<Struct>,
-                "tracetorch::record<&Output::field>: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
-  template <class F>
-  static constexpr std::string_view name_if_same() {
-    if constexpr (std::is_same_v<std::remove_cv_t<decltype(F::member)>, Field Struct::*>) {
-      return F::member == Member ? F::name : std::string_view();
-    } else {
-      return {};
-    }
-  }
-  template <class... F>
-  static constexpr std::string_view find(std::tuple<F...>*) {
-    std::string_view found;
-    ((found = found.empty() ? name_if_same<F>() : found), ...);
-    return found;
-  }
-  static constexpr std::string_view value = find(static_cast<output_fields_t<Struct>*>(nullptr));
-  static_assert(!value.empty(), "tracetorch::record<&Output::field>: the field is not listed in TRACETORCH_OUTPUT");
-};
-
-// ---------------------------------------------------------------------------------------------
-// Roles and recorders
-// ---------------------------------------------------------------------------------------------
-
-enum class OutputRole { hidden_states, attentions };
-
-constexpr bool is_known_field(std::string_view field) {
-  return field == "hidden_states" || field == "attentions" || field == "cross_attentions";
-}
-/// cross_attentions follow output_attentions, as in transformers.
-constexpr OutputRole role_of(std::string_view field) {
-  return field == "hidden_states" ? OutputRole::hidden_states : OutputRole::attentions;
-}
-
-template <class Signature>
-struct member_function_result;
-#define TRACETORCH_DETAIL_RESULT_OF(QUALIFIERS)              \
-  template <class R, class C, class... A>                    \
-  struct member_function_result<R (C::*)(A...) QUALIFIERS> { \
-    using type = R;                                          \
-  }
-TRACETORCH_DETAIL_RESULT_OF();
-TRACETORCH_DETAIL_RESULT_OF(const);
-TRACETORCH_DETAIL_RESULT_OF(noexcept);
-TRACETORCH_DETAIL_RESULT_OF(const noexcept);
-#undef TRACETORCH_DETAIL_RESULT_OF
-
-/// Fails to compile, readably, when element `Index` of `Traced`'s forward output is not a tensor.
-template <class Traced, int Index>
-constexpr bool check_output_index() {
-  using Pointer = typename forward_pointer<typename Traced::ImplType>::type;
-  if constexpr (!std::is_void_v<Pointer>) {  // an overloaded or template forward: checked at run time
-    using R = std::remove_cvref_t<typename member_function_result<Pointer>::type>;
-    if constexpr (std::is_same_v<R, torch::Tensor>) {
-      static_assert(Index == 0,
-                    "tracetorch::OutputRecorder: index out of range: the target's forward returns one tensor "
-                    "(only index 0 exists)");
-    } else if constexpr (is_tuple_like<R>) {
-      static_assert(Index < static_cast<int>(std::tuple_size_v<R>),
-                    "tracetorch::OutputRecorder: index out of range for the target's forward output tuple");
-      if constexpr (Index < static_cast<int>(std::tuple_size_v<R>)) {
-        static_assert(std::is_same_v<std::remove_cvref_t<std::tuple_element_t<Index, R>>, torch::Tensor>,
-                      "tracetorch::OutputRecorder: index names an element of the target's forward output that is "
-                      "not a torch::Tensor");
-      }
-    } else {
-      static_assert(always_false<R>,
-                    "tracetorch::OutputRecorder: the target's forward returns neither a tensor nor a tuple");
-    }
-  }
-  return true;
-}
-
-}  // namespace detail
-
-/// Compile-time replacements of a module type (type-level patch mapping): a recorder that
-/// targets `Original` also records the listed types. Specialise for the holder type:
-/// `template <> struct tracetorch::replacements<LlamaAttention> { using types = std::tuple<FusedAttention>; };`
-template <class Original>
-struct replacements {
-  using types = std::tuple<>;
-};
-
-/// transformers' `OutputRecorder(target_class, index=..., layer_name=...)`: records element
-/// `Index` of the output of every `Target` module (holder or Impl type of a TRACEABLE class)
-/// whose path contains `LayerName` as whole components (`crossattention` matches
-/// `layer.0.crossattention.self`, not `layer.0.crossattention_x`). Index -1: the field's
-/// default, 0 for hidden_states and 1 for attentions.
-template <class Target, int Index = -1, detail::FixedString LayerName = "">
-struct OutputRecorder {
-#ifndef TRACETORCH_DISABLE
-  static_assert(is_traceable_v<Target>,
-                "tracetorch::OutputRecorder: the target module type was never declared TRACEABLE");
-#endif
-  using target = typename std::conditional_t<is_traceable_v<Target>, detail::traced_type<Target>,
-                                             std::type_identity<void>>::type;
-  using original = Target;
-  static constexpr int index = Index;
-  static constexpr std::string_view layer_name = LayerName.view();
-};
-
-namespace detail {
-
-template <class R>
-struct as_recorder {
-  using type = OutputRecorder<R>;
-};
-template <class T, int I, FixedString L>
-struct as_recorder<OutputRecorder<T, I, L>> {
-  using type = OutputRecorder<T, I, L>;
-};
-
-template <FixedString Name>
-struct field_named {
-  static constexpr std::string_view name = Name.view();
-};
-template <auto Member>
-struct field_at {
-  static constexpr std::string_view name = member_name<Member>::value;
-};
-
-}  // namespace detail
-
-/// One entry of a record map: an output field and the recorders that fill it.
-template <class FieldKey, class... Recorders>
-struct OutputRecord {
-  static constexpr std::string_view field = FieldKey::name;
-  static_assert(detail::is_known_field(field),
-                "tracetorch::record: the field must be hidden_states, attentions or cross_attentions");
-  static constexpr detail::OutputRole role = detail::role_of(field);
-  using recorders = std::tuple<Recorders...>;
-
-  template <class Recorder>
-  static constexpr int index_of() {
-    return Recorder::index >= 0 ? Recorder::index : role == detail::OutputRole::attentions ? 1 : 0;
-  }
-#ifdef TRACETORCH_DISABLE
-  static constexpr bool indices_checked = true;
-#else
-  static constexpr bool indices_checked =
-      (detail::check_output_index<typename Recorders::target, index_of<Recorders>()>() && ...);
-#endif
-};
-
-/// A record-map entry naming its field: `record<"attentions", OutputRecorder<LlamaAttention, 1>>()`.
-/// A recorder may be given as a bare module type (`record<"hidden_states", LlamaDecoderLayer>()`).
-template <detail::FixedString Field, class... Recorders>
-constexpr auto record() {
-  static_assert(sizeof...(Recorders) > 0, "tracetorch::record: name at least one recorder");
-  using Entry = OutputRecord<detail::field_named<Field>, typename detail::as_recorder<Recorders>::type...>;
-  static_assert(Entry::indices_checked);
-  return Entry{};
-}
-
-/// A record-map entry by member pointer: `record<&Output::attentions, LlamaAttention>()`.
-template <auto Member, class... Recorders>
-  requires std::is_member_object_pointer_v<decltype(Member)>
-constexpr auto record() {
-  static_assert(sizeof...(Recorders) > 0, "tracetorch::record: name at least one recorder");
-  using Entry = OutputRecord<detail::field_at<Member>, typename detail::as_recorder<Recorders>::type...>;
-  static_assert(Entry::indices_checked);
-  return Entry{};
-}
-
-/// The record map, transformers' `_can_record_outputs`:
-/// `static constexpr auto can_record_outputs = tracetorch::output_records(record<...>(), ...);`
-template <class... Records>
-constexpr std::tuple<Records...> output_records(Records...) {
-  return {};
-}
-
-// ---------------------------------------------------------------------------------------------
-// Run-time patch mapping (transformers' monkey_patching registry)
-// ---------------------------------------------------------------------------------------------
-
-/// A replacement module type, as a registry value: `tracetorch::replacement<FusedAttention>()`.
-struct PatchReplacement {
-  std::type_index type;
-  std::string name;
-};
-
-template <class T>
-PatchReplacement replacement() {
-#ifdef TRACETORCH_DISABLE
-  return {std::type_index(typeid(T)), std::string()};
-#else
-  static_assert(is_traceable_v<T>, "tracetorch::replacement: the replacement type was never declared TRACEABLE");
-  using Traced = detail::traced_type_t<T>;
-  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name)};
-#endif
-}
-
-namespace detail {
-
-struct PatchEntry {
-  std::string key;
-  std::regex pattern;
-  PatchReplacement replacement;
-};
-
-struct PatchRegistry {
-  std::mutex mutex;
-  std::vector<PatchEntry> entries;  // registration order; an overwritten key keeps its place
-};
-
-inline PatchRegistry& patch_registry() {
-  static PatchRegistry registry;
-  return registry;
-}
-
-}  // namespace detail
-
-/// Maps original class names (exact names or regex patterns, tried with regex search) to
-/// replacement types. All-or-nothing: a key already registered (unless `overwrite`) or an
-/// invalid pattern is a tracetorch::Error and nothing is registered.
-inline void register_patch_mapping(const std::vector<std::pair<std::string, PatchReplacement>>& mapping,
-                                   bool overwrite = false) {
-  std::vector<detail::PatchEntry> prepared;
-  prepared.reserve(mapping.size());
-  for (const auto& [key, value] : mapping) {
-    try {
-      prepared.push_back({key, std::regex(key, std::regex::ECMAScript), value});
-    } catch (const std::regex_error& error) {
-      throw Error("tracetorch: register_patch_mapping: \"" + key + "\" is not a valid pattern: " + error.what());
-    }
-  }
-  auto& registry = detail::patch_registry();
-  std::lock_guard lock(registry.mutex);
-  const auto find = [&](const std::string& key) {
-    return std::find_if(registry.entries.begin(), registry.entries.end(), [&](const auto& e) { return e.key == key; });
-  };
-  for (std::size_t i = 0; i < prepared.size(); ++i) {
-    const bool twice_here = std::any_of(prepared.begin(), prepared.begin() + static_cast<std::ptrdiff_t>(i),
-                                        [&](const auto& e) { return e.key == prepared[i].key; });
-    if (!overwrite && (twice_here || find(prepared[i].key) != registry.entries.end())) {
-      throw Error("tracetorch: register_patch_mapping: \"" + prepared[i].key +
-                  "\" is already registered (pass overwrite = true to replace it)");
-    }
-  }
-  for (auto& entry : prepared) {
-    const auto existing = find(entry.key);
-    if (existing != registry.entries.end()) {
-      *existing = std::move(entry);
-    } else {
-      registry.entries.push_back(std::move(entry));
-    }
-  }
-}
-
-/// Removes registered keys; a key that is not registered is a tracetorch::Error (and nothing
-/// is removed).
-inline void unregister_patch_mapping(const std::vector<std::string>& keys) {
-  auto& registry = detail::patch_registry();
-  std::lock_guard lock(registry.mutex);
-  for (const auto& key : keys) {
-    if (std::none_of(registry.entries.begin(), registry.entries.end(), [&](const auto& e) { return e.key == key; })) {
-      throw Error("tracetorch: unregister_patch_mapping: \"" + key + "\" is not registered");
-    }
-  }
-  std::erase_if(registry.entries, [&](const auto& e) { return std::find(keys.begin(), keys.end(), e.key) != keys.end(); });
-}
-
-/// The registered replacement for a class name: an exact key first, then the first pattern (in
-/// registration order) that regex-searches successfully in the name.
-inline std::optional<PatchReplacement> find_patch_replacement(std::string_view class_name) {
-  auto& registry = detail::patch_registry();
-  std::lock_guard lock(registry.mutex);
-  for (const auto& entry : registry.entries) {
-    if (entry.key == class_name) return entry.replacement;
-  }
-  for (const auto& entry : registry.entries) {
-    if (std::regex_search(class_name.begin(), class_name.end(), entry.pattern)) return entry.replacement;
-  }
-  return std::nullopt;
-}
-
-namespace detail {
-
-// ---------------------------------------------------------------------------------------------
-// Collection
-// ---------------------------------------------------------------------------------------------
-
-/// One recorder, resolved for one capture: the module types it accepts and where it puts values.
-struct RecorderSpec {
-  std::size_t slot;
-  OutputRole role;
-  std::size_t index;
-  std::string_view layer_name;
-  std::vector<std::type_index> types;
-};
-
-/// True when `layer_name` is one or more whole dot-separated components of `path`.
-inline bool path_has_layer_name(std::string_view path, std::string_view layer_name) {
-  if (layer_name.empty()) return true;
-  std::string padded_path;
-  padded_path.reserve(path.size() + 2);
-  padded_path += '.';
-  padded_path += path;
-  padded_path += '.';
-  std::string padded_name;
-  padded_name.reserve(layer_name.size() + 2);
-  padded_name += '.';
-  padded_name += layer_name;
-  padded_name += '.';
-  return padded_path.find(padded_name) != std::string::npos;
-}
-
-template <class Tuple>
-struct type_indices;
-template <class... T>
-struct type_indices<std::tuple<T...>> {
-  static void append(std::vector<std::type_index>& out) {
-    static_assert((is_traceable_v<T> && ...), "tracetorch::replacements: every replacement type must be TRACEABLE");
-    (out.emplace_back(typeid(traced_type_t<T>)), ...);
-  }
-};
-
-template <class Recorder>
-void append_accepted_types(std::vector<std::type_index>& out) {
-  using Traced = typename Recorder::target;
-  using Impl = typename Traced::ImplType;
-  out.emplace_back(typeid(Traced));
-  type_indices<typename replacements<typename Recorder::original>::types>::append(out);
-  if constexpr (!std::is_same_v<Impl, typename Recorder::original>) {
-    type_indices<typename replacements<Impl>::types>::append(out);
-  }
-  if (auto patched = find_patch_replacement(Traced::registered_name)) out.push_back(patched->type);
-}
-
-/// Values collected for one output field.
-struct CaptureSlot {
-  bool requested = false;
-  std::vector<torch::Tensor> values;
-  std::int64_t positions = 0;       // hidden_states: positions seen so far, kept or not
-  torch::Tensor first_layer_input;  // hidden_states: the input of the first recorded layer
-  bool has_first_input = false;
-};
-
-/// Watches the recorders' modules during one forward on one thread.
-class CaptureSession final : public CallObserver {
- public:
-  CaptureSession(std::vector<RecorderSpec> specs, std::vector<CaptureSlot> slots, std::optional<LayerSelection> hidden)
-      : specs_(std::move(specs)),
-        slots_(std::move(slots)),
-        hidden_(std::move(hidden)),
-        owner_(std::this_thread::get_id()) {}
-
-  void attach(torch::nn::Module& model) {
-    for (const auto& item : model.named_modules("", /*include_self=*/false)) {
-      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
-      if (traced == nullptr) continue;
-      const std::type_index type(typeid(*item.value()));
-      for (std::size_t i = 0; i < specs_.size(); ++i) {
-        const auto& spec = specs_[i];
-        if (std::find(spec.types.begin(), spec.types.end(), type) == spec.types.end()) continue;
-        if (!path_has_layer_name(item.key(), spec.layer_name)) continue;
-        attachments_.add(*traced, *this, item.key(), i);
-      }
-    }
-  }
-
-  void on_enter(const Attachment& at, const CallArgs& args) override {
-    if (std::this_thread::get_id() != owner_) return;  // another thread's forward: not ours
-    const auto& spec = specs_[at.tag];
-    auto& slot = slots_[spec.slot];
-    if (spec.role == OutputRole::hidden_states && slot.positions == 0 && !slot.has_first_input) {
-      slot.first_layer_input = args.tensor(0);
-      slot.has_first_input = true;
-    }
-  }
-
-  void on_exit(const Attachment& at, const CallResult& result) override {
-    if (std::this_thread::get_id() != owner_) return;
-    const auto& spec = specs_[at.tag];
-    auto& slot = slots_[spec.slot];
-    torch::Tensor value = result.tensor(spec.index);
-    if (spec.role == OutputRole::hidden_states) {
-      if (slot.positions == 0) add_hidden(slot, std::move(slot.first_layer_input));
-      add_hidden(slot, std::move(value));
-    } else if (value.defined()) {  // no attention weights (None in Python): skipped
-      slot.values.push_back(std::move(value));
-    }
-  }
-
-  void on_unwind(const Attachment&) noexcept override {}
-
-  void detach() noexcept { attachments_.detach(); }
-  std::vector<CaptureSlot>& slots() noexcept { return slots_; }
-
- private:
-  void add_hidden(CaptureSlot& slot, torch::Tensor value) {
-    // Positions not asked for stay undefined: the sequence keeps its full length.
-    slot.values.push_back(hidden_ && hidden_->includes(slot.positions) ? std::move(value) : torch::Tensor());
-    ++slot.positions;
-  }
-
-  std::vector<RecorderSpec> specs_;
-  std::vector<CaptureSlot> slots_;
-  std::optional<LayerSelection> hidden_;
-  std::thread::id owner_;
-  AttachmentSet attachments_;
-};
-
-template <class Model>
-std::optional<bool> config_output_attentions(const Model& model) {
-  if constexpr (requires { model.config.output_attentions; }) {
-    const auto& value = model.config.output_attentions;
-    if constexpr (is_optional_like<std::remove_cvref_t<decltype(value)>>) {
-      return value;
-    } else {
-      return static_cast<bool>(value);
-    }
-  }
-  return std::nullopt;
-}
-
-template <class Model>
-std::optional<LayerSelection> config_output_hidden_states(const Model& model) {
-  if constexpr (requires { model.config.output_hidden_states; }) {
-    const auto& value = model.config.output_hidden_states;
-    if constexpr (is_optional_like<std::remove_cvref_t<decltype(value)>>) {
-      if (!value.has_value()) return std::nullopt;
-      return LayerSelection(static_cast<bool>(*value));
-    } else {
-      return LayerSelection(static_cast<bool>(value));
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace detail
-
-/// Resolved output flags of one forward.
-struct ResolvedOutputs {
-  LayerSelection hidden_states = false;
-  bool attentions = false;
-};
-
-/// output_hidden_states / output_attentions from the call's options, else the model's
-/// `config`, else false.
-template <class Model>
-ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
-  ResolvedOutputs resolved;
-  if (options.output_hidden_states) {
-    resolved.hidden_states = *options.output_hidden_states;
-  } else if (auto from_config = detail::config_output_hidden_states(model)) {
-    resolved.hidden_states = *from_config;
-  }
-  resolved.attentions = options.output_attentions.value_or(detail::config_output_attentions(model).value_or(false));
-  return resolved;
-}
-
-namespace detail {
-
-template <class Record, class Field, class Out, class Value>
-void store_if_named(Out& out, Value& value) {
-  if constexpr (Field::name == Record::field) {
-    using Type = std::remove_cvref_t<decltype(out.*Field::member)>;
-    static_assert(std::is_same_v<Type, std::optional<std::vector<torch::Tensor>>>,
-                  "tracetorch::capture_outputs: a recorded field must be std::optional<std::vector<torch::Tensor>>");
-    out.*Field::member = std::move(value);
-  }
-}
-
-/// Moves `values` into the field named `Record::field` (found through TRACETORCH_OUTPUT).
-template <class Record, class Out, class Value, class... Fields>
-void store_field(Out& out, Value&& value, std::tuple<Fields...>*) {
-  constexpr std::size_t matches = ((Fields::name == Record::field ? 1 : 0) + ... + 0);
-  static_assert(matches == 1, "tracetorch::capture_outputs: the record map names a field the output struct lacks");
-  (store_if_named<Record, Fields>(out, value), ...);
-}
-
-template <class Record, class Recorder>
-void add_recorder_spec(std::vector<RecorderSpec>& specs, std::size_t slot) {
-  RecorderSpec spec{slot, Record::role, static_cast<std::size_t>(Record::template index_of<Recorder>()),
-                    Recorder::layer_name, {}};
-  append_accepted_types<Recorder>(spec.types);
-  specs.push_back(std::move(spec));
-}
-
-template <class Record, class... Recorders>
-void add_record_specs(std::vector<RecorderSpec>& specs, std::size_t slot, std::tuple<Recorders...>*) {
-  (add_recorder_spec<Record, Recorders>(specs, slot), ...);
-}
-
-template <class Record>
-void prepare_slot(const ResolvedOutputs& wanted, std::vector<RecorderSpec>& specs, std::vector<CaptureSlot>& slots,
-                  std::size_t slot) {
-  const bool requested = Record::role == OutputRole::hidden_states ? wanted.hidden_states.any() : wanted.attentions;
-  slots[slot].requested = requested;
-  if (requested) add_record_specs<Record>(specs, slot, static_cast<typename Record::recorders*>(nullptr));
-}
-
-template <class Records, std::size_t... Slot>
-void prepare_slots(const ResolvedOutputs& wanted, std::vector<RecorderSpec>& specs, std::vector<CaptureSlot>& slots,
-                   std::index_sequence<Slot...>) {
-  (prepare_slot<std::tuple_element_t<Slot, Records>>(wanted, specs, slots, Slot), ...);
-}
-
-template <class Record, class Out>
-void finish_slot(Out& out, CaptureSlot& slot, const ResolvedOutputs& wanted, const CaptureSettings& settings) {
-  if (!slot.requested) return;
-  if constexpr (Record::role == OutputRole::hidden_states) {
-    if constexpr (requires { out.last_hidden_state; }) {
-      if (settings.tie_last_hidden_states && !slot.values.empty()) {
-        const auto last = static_cast<std::int64_t>(slot.values.size()) - 1;
-        slot.values.back() = wanted.hidden_states.includes(last) ? out.last_hidden_state : torch::Tensor();
-      }
-    }
-  }
-  store_field<Record>(out, std::move(slot.values), static_cast<output_fields_t<Out>*>(nullptr));
-}
-
-template <class Records, class Out, std::size_t... Slot>
-void finish_slots(Out& out, std::vector<CaptureSlot>& slots, const ResolvedOutputs& wanted,
-                  const CaptureSettings& settings, std::index_sequence<Slot...>) {
-  (finish_slot<std::tuple_element_t<Slot, Records>>(out, slots[Slot], wanted, settings), ...);
-}
-
-}  // namespace detail
-
-/// transformers' `@capture_outputs` around a base model's forward body. `model` is the model
-/// (usually `*this`), whose class declares `static constexpr auto can_record_outputs`. Nothing
-/// requested: the body runs with no collection work at all.
-template <class Model, class Body>
-auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, CaptureSettings settings = {})
-    -> std::invoke_result_t<Body&> {
-  using Out = std::invoke_result_t<Body&>;
-#ifdef TRACETORCH_DISABLE
-  (void)model, (void)options, (void)settings;
-  return body();  // compiled out: outputs stay as the body made them
-#else
-  static_assert(requires { Model::can_record_outputs; },
-                "tracetorch::capture_outputs: the model class must declare "
-                "`static constexpr auto can_record_outputs = tracetorch::output_records(...)`");
-  static_assert(detail::has_output_fields<Out>,
-                "tracetorch::capture_outputs: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
-  using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
-  constexpr std::size_t slot_count = std::tuple_size_v<Records>;
-
-  const ResolvedOutputs wanted = resolve_output_options(model, options);
-  if (!wanted.hidden_states.any() && !wanted.attentions) return body();
-
-  std::vector<detail::RecorderSpec> specs;
-  std::vector<detail::CaptureSlot> slots(slot_count);
-  detail::prepare_slots<Records>(wanted, specs, slots, std::make_index_sequence<slot_count>{});
-  detail::CaptureSession session(std::move(specs), std::move(slots),
-                                 wanted.hidden_states.any() ? std::optional(wanted.hidden_states) : std::nullopt);
-  session.attach(static_cast<torch::nn::Module&>(model));
-  Out out = body();
-  session.detach();
-  detail::finish_slots<Records>(out, session.slots(), wanted, settings, std::make_index_sequence<slot_count>{});
-  return out;
-#endif
-}
-
-/// transformers' `@merge_with_config_defaults`: use_cache from the model's config unless given.
-template <class Model>
-OutputOptions merge_with_config_defaults(const Model& model, OutputOptions options) {
-  if constexpr (requires { model.config.use_cache; }) {
-    if (!options.use_cache) {
-      const auto& value = model.config.use_cache;
-      if constexpr (detail::is_optional_like<std::remove_cvref_t<decltype(value)>>) {
-        options.use_cache = value;
-      } else {
-        options.use_cache = static_cast<bool>(value);
-      }
-    }
-  }
-  return options;
-}
-
-/// A recorder of a model's record map, resolved against the patch registry.
-struct PatchedRecorder {
-  std::string field;
-  std::string target;       // the class name the record map names
-  std::string replacement;  // the registered replacement's name, empty when none
-};
-
-namespace detail {
-
-template <class Record, class... Recorders>
-void report_patches(std::vector<PatchedRecorder>& report, std::tuple<Recorders...>*) {
-  (
-      [&] {
-        using Traced = typename Recorders::target;
-        auto patched = find_patch_replacement(Traced::registered_name);
-        report.push_back({std::string(Record::field), std::string(Traced::registered_name),
-                          patched ? patched->name : std::string()});
-      }(),
-      ...);
-}
-
-template <class... Records>
-void report_all_patches(std::vector<PatchedRecorder>& report, std::tuple<Records...>*) {
-  (report_patches<Records>(report, static_cast<typename Records::recorders*>(nullptr)), ...);
-}
-
-}  // namespace detail
-
-/// transformers' `patch_output_recorders(model)`. Here recorders consult the registry at every
-/// capture, so this is not needed for capture to see a replacement: it reports, for each
-/// recorder of the model's record map, which replacement it will also record.
-template <class Model>
-std::vector<PatchedRecorder> patch_output_recorders(const Model&) {
-#ifdef TRACETORCH_DISABLE
-  return {};
-#else
-  using Impl = typename detail::traced_type_t<Model>::ImplType;
-  using Records = std::remove_cvref_t<decltype(Impl::can_record_outputs)>;
-  std::vector<PatchedRecorder> report;
-  detail::report_all_patches(report, static_cast<Records*>(nullptr));
-  return report;
-#endif
-}
-
-// ---------------------------------------------------------------------------------------------
-// return_dict=false
-// ---------------------------------------------------------------------------------------------
-
-/// An output struct as transformers' `ModelOutput.to_tuple()`: its fields in order, None ones
-/// (undefined tensors, empty optionals) left out; `out[0].toTensor()`.
-class OutputTuple {
- public:
-  std::size_t size() const noexcept { return items_.size(); }
-  const c10::IValue& operator[](std::size_t i) const {
-    if (i >= items_.size()) {
-      throw Error("tracetorch: OutputTuple index " + std::to_string(i) + " out of range (size " +
-                  std::to_string(items_.size()) + ")");
-    }
-    return items_[i];
-  }
-  auto begin() const noexcept { return items_.begin(); }
-  auto end() const noexcept { return items_.end(); }
-
-  void push_back(c10::IValue value) { items_.push_back(std::move(value)); }
-
- private:
-  std::vector<c10::IValue> items_;
-};
-
-namespace detail {
-
-template <class T>
-void append_tuple_item(OutputTuple& tuple, const T& value) {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (std::is_same_v<U, torch::Tensor>) {
-    if (value.defined()) tuple.push_back(value);
-  } else if constexpr (is_optional_like<U>) {
-    if (value.has_value()) append_tuple_item(tuple, *value);
-  } else if constexpr (std::is_same_v<U, std::vector<torch::Tensor>>) {
-    tuple.push_back(c10::IValue(c10::List<torch::Tensor>(value)));
-  } else {
-    tuple.push_back(c10::IValue(value));
-  }
-}
-
-}  // namespace detail
-
-/// The tuple form of an output struct, in field order (through Boost.PFR).
-template <class Out>
-OutputTuple to_tuple(const Out& out) {
-  OutputTuple tuple;
-  boost::pfr::for_each_field(out, [&](const auto& field) { detail::append_tuple_item(tuple, field); });
-  return tuple;
-}
-
-}  // namespace tracetorch
-
-#define TRACETORCH_DETAIL_VISIT_FIELD(r, value, field) visit(BOOST_PP_STRINGIZE(field), value.field);
-#define TRACETORCH_DETAIL_NAMED_FIELD(r, Type, i, field) \
-  BOOST_PP_COMMA_IF(i)::tracetorch::detail::NamedField<BOOST_PP_STRINGIZE(field), &Type::field>
-
-/// Declares an output struct's fields, in declaration order, after the struct (in its
-/// namespace): the C++ form of a transformers ModelOutput dataclass. Traces show the struct as
-/// an object keyed by field name with None fields left out; capture_outputs finds fields by name.
-#define TRACETORCH_OUTPUT(Type, ...)                                                                            \
-  template <class Visitor>                                                                                      \
-  void tracetorch_fields(const Type& value, Visitor&& visit) {                                                  \
-    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))          \
-  }                                                                                                             \
-  constexpr auto tracetorch_output_fields(const Type*) {                                                        \
-    static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),                     \
-                  "TRACETORCH_OUTPUT(" #Type ", ...) must list every field of the struct");                     \
-    return std::tuple<BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_NAMED_FIELD, Type,                              \
-                                              BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))>{};                        \
-  }                                                                                                             \
-  static_assert(true)
-// ---- end tracetorch/capture.hpp ----
-// ---- begin tracetorch/debugger.hpp ----
-/// \file
-/// The model addition debugger: the C++ form of transformers' `model_addition_debugger_context`.
-///
-/// \code
-/// {
-///   auto guard = tracetorch::model_addition_debugger(model, {.debug_path = "dbg", .do_prune_layers = false});
-///   auto out = model->forward(input_ids);  // writes dbg/LlamaModel_debug_tree_{SUMMARY,FULL_TENSORS}.json
-/// }
-/// \endcode
-
-#include <torch/torch.h>
-
-#include <unistd.h>  // unlink
-
-#include <boost/json.hpp>
-
-#include <atomic>
-#include <cstdlib>
-#include <filesystem>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <thread>
-#include <vector>
-
-// ---- begin tracetorch/detail/atomic_file.hpp ----
-// Whole-file writes that never leave a half-written file behind: the bytes go to a
-// temporary file beside the target, which is renamed over it only once complete.
-
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <string>
-#include <string_view>
-#include <unistd.h>
-
-
-namespace tracetorch::detail {
-
-/// A name beside `target` that no other writer uses: several threads of one process may
-/// write the same target at once (two traces of one model type into one debug_path), and each
-/// must write its own temporary file or they would interleave their bytes in one.
-inline std::filesystem::path unique_temp_path(const std::filesystem::path& target) {
-  static std::atomic<unsigned long long> counter{0};
-  return target.string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
-}
-
-/// Writes pieces one after another into a temporary file and renames it to `target` on commit().
-/// Destroying an uncommitted writer removes the temporary file.
-class AtomicFileWriter {
- public:
-  explicit AtomicFileWriter(std::filesystem::path target)
-      : target_(std::move(target)), temp_(unique_temp_path(target_)) {
-    // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name.
-    file_ = std::fopen(temp_.c_str(), "wbx");
-    if (file_ == nullptr) fail("cannot create");
-  }
-  AtomicFileWriter(const AtomicFileWriter&) = delete;
-  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
-  ~AtomicFileWriter() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!committed_) std::remove(temp_.c_str());
-  }
-
-  void write(const void* data, std::size_t size) {
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": already finished");
-    if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
-  }
-  void write(std::string_view text) { write(text.data(), text.size()); }
-
-  /// Flushes and closes the temporary file: after this, only the rename of commit() is left,
-  /// so writers of files that belong together can all finish() before any of them commits.
-  void finish() {
-    if (finished_) return;
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": an earlier write failed");
-    // fflush + fclose report a full disk that buffered fwrite calls did not.
-    const bool flushed = std::fflush(file_) == 0;
-    const int saved_errno = errno;
-    const bool closed = std::fclose(file_) == 0;
-    file_ = nullptr;
-    if (!flushed || !closed) {
-      errno = flushed ? errno : saved_errno;
-      fail("cannot write");
-    }
-    finished_ = true;
-  }
-
-  /// finish(), then hands the temporary file over to the caller, who renames or removes it:
-  /// for files committed together later (the debugger's tensor files), without a second copy
-  /// or rename.
-  std::filesystem::path release() {
-    finish();
-    committed_ = true;
-    return temp_;
-  }
-
-  void commit() {
-    finish();
-    std::error_code ec;
-    std::filesystem::rename(temp_, target_, ec);
-    if (ec) throw Error("tracetorch: cannot write " + target_.string() + ": " + ec.message());
-    committed_ = true;
-  }
-
- private:
-  [[noreturn]] void fail(const char* what) const {
-    throw Error("tracetorch: " + std::string(what) + " " + target_.string() + ": " + std::strerror(errno));
-  }
-
-  std::filesystem::path target_;
-  std::filesystem::path temp_;
-  std::FILE* file_ = nullptr;
-  bool finished_ = false;
-  bool committed_ = false;
-};
-
-/// Writes `content` to `target` atomically.
-inline void write_file_atomically(const std::filesystem::path& target, std::string_view content) {
-  AtomicFileWriter writer(target);
-  writer.write(content);
-  writer.commit();
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/atomic_file.hpp ----
-// ---- begin tracetorch/detail/python_json.hpp ----
-// JSON text exactly as Python's `json.dump(obj, f, indent=2)` writes it: ", "/": " separators
-// folded to "," + newline, two-space indent, empty containers as {} and [], ensure_ascii
-// escapes (\uXXXX, surrogate pairs above the BMP), floats as Python's repr.
-
-#include <boost/json.hpp>
-
-#include <cstdint>
-#include <string>
-#include <string_view>
-
-
-namespace tracetorch::detail {
-
 inline void append_json_string(std::string& out, std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
   const auto append_u = [&](std::uint32_t unit) {
@@ -3711,6 +3665,104 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
 
 namespace detail {
 
+/// Turns one tensor into its JSON record; `prefix` is the file stem transformers would use.
+class TensorEncoder {
+ public:
+  virtual boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix) = 0;
+
+ protected:
+  ~TensorEncoder() = default;
+};
+
+/// A JSON string value (boost::json::value has no implicit constructor from std::string).
+inline boost::json::value json_text(std::string_view text) { return boost::json::string(text); }
+
+/// Builds the JSON of a call's inputs or outputs as transformers' `_serialize_io` does: leaves
+/// as their Python repr, tensors through the encoder, each named by its place in the call
+/// (`<prefix>_args_0`, `<prefix>_kwargs_<name>`, then `_<index>` or `_<key>` per level).
+class TraceJsonBuilder final : public ArgumentVisitor {
+ public:
+  TraceJsonBuilder(std::string prefix, TensorEncoder& encoder)
+      : prefix_(std::move(prefix)), base_size_(prefix_.size()), encoder_(encoder) {}
+
+  /// The one value visited (a call's result).
+  boost::json::value take_value() { return std::move(root_); }
+  /// `{"args": [...], "kwargs": {...}}`, empty parts dropped unless `keep_empty`.
+  boost::json::object take_arguments(bool keep_empty) {
+    boost::json::object out;
+    if (keep_empty || !positional_.empty()) out["args"] = std::move(positional_);
+    if (keep_empty || !keywords_.empty()) out["kwargs"] = std::move(keywords_);
+    return out;
+  }
+
+  void none() override { place("None"); }
+  void boolean(bool value) override { place(value ? "True" : "False"); }
+  void integer(std::int64_t value) override { place(json_text(std::to_string(value))); }
+  void floating(double value) override { place(json_text(python_repr(value))); }
+  void string(std::string_view value) override { place(json_text(python_repr(value))); }
+  void dtype(c10::ScalarType value) override { place(json_text(python_dtype_repr(value))); }
+  void tensor(const torch::Tensor& value) override { place(encoder_.encode(value, prefix_)); }
+  void opaque(std::string_view type_name) override {
+    // Python's default repr, with the address already sanitised as the debugger does.
+    place(json_text("<" + std::string(type_name) + " object at 0xXXXXXXXX>"));
+  }
+  void begin_sequence() override { open(boost::json::array()); }
+  void begin_mapping() override { open(boost::json::object()); }
+  void element(std::size_t index) override {
+    name_next(std::to_string(index));
+    next_ = &open_.back().container->as_array().emplace_back(nullptr);
+  }
+  void entry(std::string_view key) override {
+    name_next(key);
+    next_ = &open_.back().container->as_object()[key];
+  }
+  void end() override { open_.pop_back(); }
+  void positional(std::size_t index) override {
+    prefix_.resize(base_size_);
+    prefix_ += "_args_";
+    prefix_ += std::to_string(index);
+    next_ = &positional_.emplace_back(nullptr);
+  }
+  void keyword(std::string_view name) override {
+    prefix_.resize(base_size_);
+    prefix_ += "_kwargs_";
+    prefix_ += name;
+    next_ = &keywords_[name];
+  }
+
+ private:
+  // An open container and the length of the prefix that names it. The pointers stay valid:
+  // a container's parent gets no new value until the container is closed.
+  struct Open {
+    boost::json::value* container;
+    std::size_t prefix_size;
+  };
+
+  void name_next(std::string_view suffix) {
+    prefix_.resize(open_.back().prefix_size);
+    prefix_ += '_';
+    prefix_ += suffix;
+  }
+  void place(boost::json::value value) {
+    *next_ = std::move(value);
+    next_ = nullptr;
+  }
+  void open(boost::json::value container) {
+    boost::json::value* slot = next_;
+    place(std::move(container));
+    open_.push_back({slot, prefix_.size()});
+  }
+
+  std::string prefix_;
+  std::size_t base_size_;
+  TensorEncoder& encoder_;
+  boost::json::value root_;
+  boost::json::array positional_;
+  boost::json::object keywords_;
+  boost::json::value* next_ = &root_;
+  std::vector<Open> open_;
+};
+
 /// One module call, as transformers' debugger records it.
 struct CallNode {
   std::string module_path;
@@ -3944,9 +3996,10 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     if (at.has_children) {
       node.outputs = boost::json::value(nullptr);
     } else {
-      std::string prefix = file_stem(at, node) + "_outputs";
+      TraceJsonBuilder outputs(file_stem(at, node) + "_outputs", *this);
       try {
-        node.outputs = result.serialize(prefix, *this);
+        result.visit(outputs);
+        node.outputs = outputs.take_value();
       } catch (...) {
         discard_files_from(node.files_before);  // the model may catch this and go on
         throw;
@@ -4030,9 +4083,10 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     node.module_path = root ? root_name_ : at.module_path;
     node.files_before = written_files_.size();
     ++call_counts_[&at];
-    std::string prefix = file_stem(at, node) + "_inputs";
+    TraceJsonBuilder inputs(file_stem(at, node) + "_inputs", *this);
     try {
-      node.inputs = args.serialize(prefix, *this, root);
+      args.visit(inputs);
+      node.inputs = inputs.take_arguments(/*keep_empty=*/root);
     } catch (...) {
       discard_files_from(node.files_before);
       throw;
@@ -4050,8 +4104,9 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   void finish_forward(const CallResult& result) {
     CallNode root = std::move(stack_.back());
     stack_.pop_back();
-    std::string prefix = root_name_ + "_outputs";
-    boost::json::value outputs = result.serialize(prefix, *this);
+    TraceJsonBuilder builder(root_name_ + "_outputs", *this);
+    result.visit(builder);
+    boost::json::value outputs = builder.take_value();
     if (is_truthy(outputs)) root.outputs = std::move(outputs);  // the root drops falsy keys
     if (options_.do_prune_layers) prune_intermediate_layers(root);
     std::string text;
@@ -4214,4 +4269,81 @@ using ModuleList = torch::nn::ModuleList;
 
 }  // namespace tracetorch::nn
 // ---- end tracetorch/nn.hpp ----
+// ---- begin tracetorch/patch_mapping.hpp ----
+/// \file
+/// Run-time patch mapping, as transformers' monkey_patching registry: original class names
+/// (exact, or regex patterns) mapped to replacement module types, which output capture then
+/// records as if they were the originals (tracetorch/capture.hpp consults the registry).
+/// Apart from capture.hpp so that model code, which only declares what it records, does not
+/// compile std::regex.
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+namespace tracetorch {
+
+/// Maps original class names (exact names or regex patterns, tried with regex search) to
+/// replacement types. All-or-nothing: a key already registered (unless `overwrite`) or an
+/// invalid pattern is a tracetorch::Error and nothing is registered.
+inline void register_patch_mapping(const std::vector<std::pair<std::string, PatchReplacement>>& mapping,
+                                   bool overwrite = false) {
+  std::vector<detail::PatchEntry> prepared;
+  prepared.reserve(mapping.size());
+  for (const auto& [key, value] : mapping) {
+    try {
+      prepared.push_back({key,
+                          [pattern = std::make_shared<const std::regex>(key, std::regex::ECMAScript)](std::string_view name) {
+                            return std::regex_search(name.begin(), name.end(), *pattern);
+                          },
+                          value});
+    } catch (const std::regex_error& error) {
+      throw Error("tracetorch: register_patch_mapping: \"" + key + "\" is not a valid pattern: " + error.what());
+    }
+  }
+  auto& registry = detail::patch_registry();
+  std::lock_guard lock(registry.mutex);
+  const auto find = [&](const std::string& key) {
+    return std::find_if(registry.entries.begin(), registry.entries.end(), [&](const auto& e) { return e.key == key; });
+  };
+  for (std::size_t i = 0; i < prepared.size(); ++i) {
+    const bool twice_here = std::any_of(prepared.begin(), prepared.begin() + static_cast<std::ptrdiff_t>(i),
+                                        [&](const auto& e) { return e.key == prepared[i].key; });
+    if (!overwrite && (twice_here || find(prepared[i].key) != registry.entries.end())) {
+      throw Error("tracetorch: register_patch_mapping: \"" + prepared[i].key +
+                  "\" is already registered (pass overwrite = true to replace it)");
+    }
+  }
+  for (auto& entry : prepared) {
+    const auto existing = find(entry.key);
+    if (existing != registry.entries.end()) {
+      *existing = std::move(entry);
+    } else {
+      registry.entries.push_back(std::move(entry));
+    }
+  }
+}
+
+/// Removes registered keys; a key that is not registered is a tracetorch::Error (and nothing
+/// is removed).
+inline void unregister_patch_mapping(const std::vector<std::string>& keys) {
+  auto& registry = detail::patch_registry();
+  std::lock_guard lock(registry.mutex);
+  for (const auto& key : keys) {
+    if (std::none_of(registry.entries.begin(), registry.entries.end(), [&](const auto& e) { return e.key == key; })) {
+      throw Error("tracetorch: unregister_patch_mapping: \"" + key + "\" is not registered");
+    }
+  }
+  std::erase_if(registry.entries, [&](const auto& e) { return std::find(keys.begin(), keys.end(), e.key) != keys.end(); });
+}
+
+}  // namespace tracetorch
+// ---- end tracetorch/patch_mapping.hpp ----
 // ---- end tracetorch/tracetorch.hpp ----

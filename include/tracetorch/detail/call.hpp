@@ -47,15 +47,25 @@ class TracedModuleBase {
   std::atomic<Attachment*> attachments_{nullptr};
 };
 
+/// Receives the arguments of a call in order, each value announced as Python would pass it:
+/// positional argument `index`, or keyword argument `name` (the fields of a keyword pack).
+class ArgumentVisitor : public ValueVisitor {
+ public:
+  virtual void positional(std::size_t index) = 0;
+  virtual void keyword(std::string_view name) = 0;
+
+ protected:
+  ~ArgumentVisitor() = default;
+};
+
 /// The arguments of a call, positional, as the observers may read them.
 class CallArgs {
  public:
   virtual std::size_t size() const noexcept = 0;
   /// Argument `index` if it is a defined tensor, else an undefined tensor.
   virtual torch::Tensor tensor(std::size_t index) const = 0;
-  /// `{"args": [...], "kwargs": {...}}` as Python's debugger serialises `(*args, **kwargs)`;
-  /// empty parts dropped unless `keep_empty` (the root keeps both).
-  virtual boost::json::object serialize(std::string& prefix, TensorEncoder& encoder, bool keep_empty) const = 0;
+  /// Every argument, as `(*args, **kwargs)` in Python.
+  virtual void visit(ArgumentVisitor& visitor) const = 0;
 
  protected:
   ~CallArgs() = default;
@@ -66,7 +76,7 @@ class CallResult {
  public:
   /// The result itself if it is a tensor (index 0), or element `index` of a tuple result.
   virtual torch::Tensor tensor(std::size_t index) const = 0;
-  virtual boost::json::value serialize(std::string& prefix, TensorEncoder& encoder) const = 0;
+  virtual void visit(ValueVisitor& visitor) const = 0;
 
  protected:
   ~CallResult() = default;
@@ -109,38 +119,23 @@ class CallArgsOf final : public CallArgs {
     return found;
   }
 
-  boost::json::object serialize(std::string& prefix, TensorEncoder& encoder, bool keep_empty) const override {
-    boost::json::array positional;
-    boost::json::object keywords;
-    const std::size_t base = prefix.size();
-    std::apply(
-        [&](const auto&... arg) {
-          std::size_t i = 0;
-          (serialize_one(arg, i, positional, keywords, prefix, base, encoder), ...);
-        },
-        args_);
-    prefix.resize(base);
-    boost::json::object out;
-    if (keep_empty || !positional.empty()) out["args"] = std::move(positional);
-    if (keep_empty || !keywords.empty()) out["kwargs"] = std::move(keywords);
-    return out;
+  void visit(ArgumentVisitor& visitor) const override {
+    std::size_t index = 0;
+    std::apply([&](const auto&... arg) { (visit_argument(arg, index, visitor), ...); }, args_);
   }
 
  private:
   template <class T>
-  static void serialize_one(const T& arg, std::size_t& index, boost::json::array& positional,
-                            boost::json::object& keywords, std::string& prefix, std::size_t base,
-                            TensorEncoder& encoder) {
+  static void visit_argument(const T& arg, std::size_t& index, ArgumentVisitor& visitor) {
     if constexpr (is_keyword_pack<T>) {
       // Options structs travel as Python keyword arguments: only what was set is shown.
-      prefix.resize(base);
-      prefix += "_kwargs";
-      append_keywords(arg, keywords, prefix, encoder);
+      tracetorch_keywords(arg, [&](std::string_view name, const auto& value) {
+        visitor.keyword(name);
+        visit_value(value, visitor);
+      });
     } else {
-      prefix.resize(base);
-      prefix += "_args_";
-      prefix += std::to_string(index++);
-      positional.push_back(to_trace_json(arg, prefix, encoder));
+      visitor.positional(index++);
+      visit_value(arg, visitor);
     }
   }
 
@@ -164,9 +159,7 @@ class CallResultOf final : public CallResult {
     }
   }
 
-  boost::json::value serialize(std::string& prefix, TensorEncoder& encoder) const override {
-    return to_trace_json(result_, prefix, encoder);
-  }
+  void visit(ValueVisitor& visitor) const override { visit_value(result_, visitor); }
 
  private:
   const R& result_;
@@ -175,7 +168,7 @@ class CallResultOf final : public CallResult {
 class VoidResult final : public CallResult {
  public:
   torch::Tensor tensor(std::size_t) const override { return {}; }
-  boost::json::value serialize(std::string&, TensorEncoder&) const override { return "None"; }
+  void visit(ValueVisitor& visitor) const override { visitor.none(); }
 };
 
 /// Unwinds the attachments in [first, last), last entered first.

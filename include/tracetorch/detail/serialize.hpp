@@ -1,14 +1,15 @@
 #pragma once
-// C++ values as transformers' debugger serialises Python values (`_serialize_io`): tensors
-// through a TensorEncoder, sequences as JSON arrays (file-name suffix `_<i>`), mappings and
-// named-field structs as objects (suffix `_<key>`), everything else as its Python repr string.
+// C++ values as transformers' debugger serialises Python values (`_serialize_io`), told to a
+// ValueVisitor: tensors, scalars and strings as leaves, sequences (tuples, lists) and mappings
+// (string maps, named-field structs, keyword packs) as nested containers. The debugger's
+// visitor builds the JSON; this side needs neither Boost.JSON nor the printing code, so a
+// model's translation unit compiles only the walk over its own argument types.
 
 #include <torch/torch.h>
 
-#include <boost/json.hpp>
-
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <ranges>
 #include <string>
@@ -18,21 +19,35 @@
 #include <typeinfo>
 #include <utility>
 
-#include "tracetorch/python_repr.hpp"
-
 namespace tracetorch::detail {
 
-/// Turns one tensor into its JSON record; `prefix` is the file stem transformers would use.
-class TensorEncoder {
+/// Receives one value, depth first. Leaves are the Python values they stand for (a
+/// defined tensor, None, bool, int, float, str, a dtype, or an object of an unknown type);
+/// a container opens with begin_sequence() or begin_mapping(), announces each value with
+/// element() or entry() and closes with end().
+class ValueVisitor {
  public:
-  virtual boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix) = 0;
+  virtual void none() = 0;
+  virtual void boolean(bool value) = 0;
+  virtual void integer(std::int64_t value) = 0;
+  virtual void floating(double value) = 0;
+  virtual void string(std::string_view value) = 0;
+  virtual void dtype(c10::ScalarType value) = 0;
+  virtual void tensor(const torch::Tensor& value) = 0;
+  /// A value of a type that has no Python form here: Python shows its default repr.
+  virtual void opaque(std::string_view type_name) = 0;
+  virtual void begin_sequence() = 0;
+  virtual void begin_mapping() = 0;
+  /// The next value is element `index` of the open sequence.
+  virtual void element(std::size_t index) = 0;
+  /// The next value is entry `key` of the open mapping.
+  virtual void entry(std::string_view key) = 0;
+  virtual void end() = 0;
 
  protected:
-  ~TensorEncoder() = default;
+  ~ValueVisitor() = default;
 };
 
-/// A JSON string value (boost::json::value has no implicit constructor from std::string).
-inline boost::json::value json_text(std::string_view text) { return boost::json::string(text); }
 
 template <class T>
 concept is_optional_like = requires(const T& v) {
@@ -83,99 +98,90 @@ bool is_none_like(const T& value) {
 }
 
 template <class T>
-boost::json::value to_trace_json(const T& value, std::string& prefix, TensorEncoder& encoder);
+void visit_value(const T& value, ValueVisitor& visitor);
 
-/// Appends `_<suffix>` to the prefix for the duration of one element.
-class PrefixScope {
- public:
-  PrefixScope(std::string& prefix, std::string_view suffix) : prefix_(prefix), size_(prefix.size()) {
-    prefix_ += '_';
-    prefix_ += suffix;
-  }
-  PrefixScope(const PrefixScope&) = delete;
-  PrefixScope& operator=(const PrefixScope&) = delete;
-  ~PrefixScope() { prefix_.resize(size_); }
-
- private:
-  std::string& prefix_;
-  std::size_t size_;
-};
-
+/// The keywords of a pack as entries of the mapping open in `visitor`.
 template <class T>
-void append_keywords(const T& pack, boost::json::object& keywords, std::string& prefix, TensorEncoder& encoder) {
+void visit_keywords(const T& pack, ValueVisitor& visitor) {
   tracetorch_keywords(pack, [&](std::string_view name, const auto& value) {
-    PrefixScope scope(prefix, name);
-    keywords[name] = to_trace_json(value, prefix, encoder);
+    visitor.entry(name);
+    visit_value(value, visitor);
   });
 }
 
 template <class T>
-boost::json::value to_trace_json(const T& value, std::string& prefix, TensorEncoder& encoder) {
+void visit_value(const T& value, ValueVisitor& visitor) {
   using U = std::remove_cvref_t<T>;
   if constexpr (std::is_same_v<U, torch::Tensor>) {
-    if (!value.defined()) return "None";
-    return encoder.encode(value, prefix);
+    if (value.defined()) {
+      visitor.tensor(value);
+    } else {
+      visitor.none();
+    }
   } else if constexpr (std::is_same_v<U, bool>) {
-    return value ? "True" : "False";
+    visitor.boolean(value);
   } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
-    return json_text(std::to_string(static_cast<std::int64_t>(value)));
+    visitor.integer(static_cast<std::int64_t>(value));
   } else if constexpr (std::is_floating_point_v<U>) {
-    return json_text(python_repr(static_cast<double>(value)));
+    visitor.floating(static_cast<double>(value));
   } else if constexpr (std::is_same_v<U, c10::ScalarType>) {
-    return json_text(python_dtype_repr(value));
+    visitor.dtype(value);
   } else if constexpr (is_string_like<U>) {
-    return json_text(python_repr(std::string_view(value)));
+    visitor.string(std::string_view(value));
   } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
-    return "None";
+    visitor.none();
   } else if constexpr (std::is_same_v<U, c10::Scalar>) {
-    if (value.isBoolean()) return value.toBool() ? "True" : "False";
-    if (value.isIntegral(false)) return json_text(std::to_string(value.toLong()));
-    return json_text(python_repr(value.toDouble()));
+    if (value.isBoolean()) {
+      visitor.boolean(value.toBool());
+    } else if (value.isIntegral(false)) {
+      visitor.integer(value.toLong());
+    } else {
+      visitor.floating(value.toDouble());
+    }
   } else if constexpr (is_optional_like<U>) {
-    if (!value.has_value()) return "None";
-    return to_trace_json(*value, prefix, encoder);
+    if (value.has_value()) {
+      visit_value(*value, visitor);
+    } else {
+      visitor.none();
+    }
   } else if constexpr (has_named_fields<U>) {
-    boost::json::object fields;
+    visitor.begin_mapping();
     tracetorch_fields(value, [&](std::string_view name, const auto& field) {
       if (is_none_like(field)) return;
-      PrefixScope scope(prefix, name);
-      fields[name] = to_trace_json(field, prefix, encoder);
+      visitor.entry(name);
+      visit_value(field, visitor);
     });
-    return fields;
+    visitor.end();
   } else if constexpr (is_keyword_pack<U>) {
-    boost::json::object keywords;
-    append_keywords(value, keywords, prefix, encoder);
-    return keywords;
+    visitor.begin_mapping();
+    visit_keywords(value, visitor);
+    visitor.end();
   } else if constexpr (is_string_map<U>) {
-    boost::json::object entries;
+    visitor.begin_mapping();
     for (const auto& [key, element] : value) {
-      PrefixScope scope(prefix, std::string_view(key));
-      entries[std::string_view(key)] = to_trace_json(element, prefix, encoder);
+      visitor.entry(std::string_view(key));
+      visit_value(element, visitor);
     }
-    return entries;
+    visitor.end();
   } else if constexpr (is_tuple_like<U>) {
-    boost::json::array elements;
+    visitor.begin_sequence();
     std::apply(
         [&](const auto&... element) {
           std::size_t index = 0;
-          ((void)[&] {
-            PrefixScope scope(prefix, std::to_string(index++));
-            elements.push_back(to_trace_json(element, prefix, encoder));
-          }(), ...);
+          ((visitor.element(index++), visit_value(element, visitor)), ...);
         },
         value);
-    return elements;
+    visitor.end();
   } else if constexpr (std::ranges::range<U>) {
-    boost::json::array elements;
+    visitor.begin_sequence();
     std::size_t index = 0;
     for (const auto& element : value) {
-      PrefixScope scope(prefix, std::to_string(index++));
-      elements.push_back(to_trace_json(element, prefix, encoder));
+      visitor.element(index++);
+      visit_value(element, visitor);
     }
-    return elements;
+    visitor.end();
   } else {
-    // Python's default repr, with the address already sanitised as the debugger does.
-    return json_text("<" + c10::demangle(typeid(U).name()) + " object at 0xXXXXXXXX>");
+    visitor.opaque(c10::demangle(typeid(U).name()));
   }
 }
 

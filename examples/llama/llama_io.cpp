@@ -1,0 +1,112 @@
+// Reading a transformers config.json and safetensors state dict into the Llama port.
+#include "llama.hpp"
+
+#include <boost/json.hpp>
+#include <tracetorch/safetensors.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace llama {
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw tracetorch::Error("llama: cannot read config " + path.string() + ": no such file or not readable");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
+  const std::string text = read_text(path);
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(text, ec);
+  if (ec) throw tracetorch::Error("llama: " + path.string() + " is not valid JSON: " + ec.message());
+  if (!parsed.is_object()) throw tracetorch::Error("llama: " + path.string() + " must hold a JSON object");
+  const auto& object = parsed.as_object();
+  LlamaConfig config;
+  const auto read_int = [&](const char* key, std::int64_t& field) {
+    const auto* value = object.if_contains(key);
+    if (value == nullptr) return;
+    if (value->is_int64()) {
+      field = value->get_int64();
+    } else if (value->is_uint64()) {
+      field = static_cast<std::int64_t>(value->get_uint64());
+    } else {
+      throw tracetorch::Error("llama: " + path.string() + ": \"" + key + "\" must be an integer");
+    }
+  };
+  const auto read_double = [&](const char* key, double& field) {
+    const auto* value = object.if_contains(key);
+    if (value == nullptr) return;
+    if (value->is_number()) {
+      field = value->to_number<double>();
+    } else {
+      throw tracetorch::Error("llama: " + path.string() + ": \"" + key + "\" must be a number");
+    }
+  };
+  read_int("vocab_size", config.vocab_size);
+  read_int("hidden_size", config.hidden_size);
+  read_int("intermediate_size", config.intermediate_size);
+  read_int("num_hidden_layers", config.num_hidden_layers);
+  read_int("num_attention_heads", config.num_attention_heads);
+  config.num_key_value_heads = config.num_attention_heads;  // transformers' default
+  read_int("num_key_value_heads", config.num_key_value_heads);
+  read_int("max_position_embeddings", config.max_position_embeddings);
+  read_double("rms_norm_eps", config.rms_norm_eps);
+  read_double("rope_theta", config.rope_theta);
+  const auto read_bool = [&](const char* key, bool& field) {
+    const auto* value = object.if_contains(key);
+    if (value == nullptr) return;
+    if (!value->is_bool()) throw tracetorch::Error("llama: " + path.string() + ": \"" + key + "\" must be true or false");
+    field = value->get_bool();
+  };
+  read_bool("output_hidden_states", config.output_hidden_states);
+  read_bool("output_attentions", config.output_attentions);
+  read_bool("use_cache", config.use_cache);
+  config.validate(path.string());
+  return config;
+}
+
+void LlamaConfig::validate(const std::string& where) const {
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error("llama: " + where + ": " + why); };
+  if (vocab_size <= 0 || hidden_size <= 0 || intermediate_size <= 0 || num_hidden_layers < 0 ||
+      num_attention_heads <= 0 || num_key_value_heads <= 0) {
+    fail("sizes must be positive");
+  }
+  if (hidden_size % num_attention_heads != 0) fail("hidden_size is not a multiple of num_attention_heads");
+  if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
+  if ((hidden_size / num_attention_heads) % 2 != 0) fail("the head dimension must be even for rotary embeddings");
+}
+
+void load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights) {
+  auto tensors = tracetorch::safetensors::load(weights);
+  std::map<std::string, torch::Tensor> targets;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) targets.emplace(item.key(), item.value());
+  for (const auto& item : model.named_buffers(/*recurse=*/true)) targets.emplace(item.key(), item.value());
+  for (const auto& [name, tensor] : tensors) {
+    const auto target = targets.find(name);
+    if (target == targets.end()) {
+      throw tracetorch::Error("llama: " + weights.string() + ": unexpected tensor \"" + name + "\" (the model has no such parameter)");
+    }
+    if (target->second.sizes() != tensor.sizes()) {
+      std::ostringstream why;
+      why << "llama: " << weights.string() << ": tensor \"" << name << "\" has shape " << tensor.sizes()
+          << " but the model expects " << target->second.sizes();
+      throw tracetorch::Error(why.str());
+    }
+  }
+  for (const auto& [name, target] : targets) {
+    if (tensors.find(name) == tensors.end()) {
+      throw tracetorch::Error("llama: " + weights.string() + ": missing tensor \"" + name + "\"");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, target] : targets) target.copy_(tensors.at(name));
+}
+
+}  // namespace llama
