@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <memory>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -31,8 +30,8 @@ inline void register_patch_mapping(const std::vector<std::pair<std::string, Patc
   for (const auto& [key, value] : mapping) {
     try {
       prepared.push_back({key,
-                          [pattern = std::make_shared<const std::regex>(key, std::regex::ECMAScript)](std::string_view name) {
-                            return std::regex_search(name.begin(), name.end(), *pattern);
+                          [pattern = std::regex(key, std::regex::ECMAScript)](std::string_view name) {
+                            return std::regex_search(name.begin(), name.end(), pattern);
                           },
                           value});
     } catch (const std::regex_error& error) {
