@@ -11,25 +11,31 @@
 
 #include <torch/torch.h>
 
-#include <unistd.h>  // unlink
+#include <fcntl.h>   // AT_FDCWD, AT_EACCESS
+#include <unistd.h>  // faccessat, link, unlink
 
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "tracetorch/detail/atomic_file.hpp"
 #include "tracetorch/detail/attachments.hpp"
 #include "tracetorch/detail/call.hpp"
 #include "tracetorch/detail/python_json.hpp"
+#include "tracetorch/detail/repeated_tensors.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/python_repr.hpp"
@@ -49,6 +55,12 @@ struct DebuggerOptions {
   bool use_repr = true;
   /// This process's rank in a multi-process run; only rank 0 records. Default: $RANK, else 0.
   std::optional<int> rank;
+  /// A tensor recorded again, unchanged, in the same forward (one module's output passed on to
+  /// the next: half of a Llama's records) is encoded once: its later records are copies of the
+  /// first, and with use_repr=false its later files are hard links to the first one (copies
+  /// where the filesystem has no hard links). The trace reads the same either way; false
+  /// computes every record and writes every file on its own.
+  bool reuse_repeated_tensors = true;
 };
 
 class DebuggerScope;
@@ -198,7 +210,9 @@ inline void prune_intermediate_layers(CallNode& node) {
 }
 
 /// A node as `json.dump(indent=2)` writes it; outputs only on leaves (prune_outputs_if_children).
-inline void append_call_node(std::string& out, const CallNode& node, int depth, bool strip_values) {
+/// `drain(out)` runs after each child, so the caller can pass the text on in pieces.
+template <class Drain>
+void append_call_node(std::string& out, const CallNode& node, int depth, bool strip_values, Drain& drain) {
   const auto key = [&](std::string_view name) {
     out += '\n';
     out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
@@ -227,7 +241,8 @@ inline void append_call_node(std::string& out, const CallNode& node, int depth, 
       first = false;
       out += '\n';
       out.append(static_cast<std::size_t>(depth + 2) * 2, ' ');
-      append_call_node(out, child, depth + 2, strip_values);
+      append_call_node(out, child, depth + 2, strip_values, drain);
+      drain(out);
     }
     out += '\n';
     out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
@@ -304,6 +319,39 @@ inline double squared_deviations(const float* data, std::int64_t count, double m
   return (((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]))) + rest;
 }
 
+/// The least and greatest of `count` (> 0) floats, both NaN where any is NaN, as LibTorch's
+/// aminmax() finds them (of -0.0 and 0.0 either may come back). Eight lanes, so that the
+/// compiler vectorises the loop: a few times faster than the LibTorch call on small tensors.
+inline std::pair<float, float> min_max(const float* data, std::int64_t count) {
+  constexpr std::int64_t kLanes = 8;
+  float lows[kLanes], highs[kLanes];
+  bool nans[kLanes] = {};
+  for (std::int64_t k = 0; k < kLanes; ++k) lows[k] = highs[k] = data[0];
+  std::int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (std::int64_t k = 0; k < kLanes; ++k) {
+      const float x = data[i + k];
+      lows[k] = x < lows[k] ? x : lows[k];
+      highs[k] = x > highs[k] ? x : highs[k];
+      nans[k] |= x != x;
+    }
+  }
+  float low = lows[0], high = highs[0];
+  bool nan = false;
+  for (std::int64_t k = 0; k < kLanes; ++k) {
+    low = lows[k] < low ? lows[k] : low;
+    high = highs[k] > high ? highs[k] : high;
+    nan |= nans[k];
+  }
+  for (; i < count; ++i) {
+    low = data[i] < low ? data[i] : low;
+    high = data[i] > high ? data[i] : high;
+    nan |= data[i] != data[i];
+  }
+  if (nan) return {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN()};
+  return {low, high};
+}
+
 /// mean, std, min and max as transformers' debugger prints them (repr of each 0-d tensor).
 inline void add_statistics(boost::json::object& record, const torch::Tensor& tensor) {
   const auto stat = [&](const char* name, auto&& compute) {
@@ -315,16 +363,18 @@ inline void add_statistics(boost::json::object& record, const torch::Tensor& ten
   };
   if (tensor.scalar_type() == torch::kFloat32 && tensor.device().is_cpu() && tensor.layout() == c10::kStrided &&
       tensor.is_contiguous() && !tensor.is_neg() && tensor.numel() > 0) {
-    const auto mean = tensor.mean();
-    record["mean"] = json_text(python_repr(mean));
     const auto count = tensor.numel();
-    const double sum = squared_deviations(tensor.data_ptr<float>(), count, *mean.data_ptr<float>());
+    const float* data = tensor.data_ptr<float>();
+    // LibTorch's mean() of a float CPU tensor is its float sum() divided, in float, by the
+    // count (ReduceOps.cpp, mean_out): the same two steps here skip its second operation.
+    const float mean = *torch::sum(tensor).data_ptr<float>() / static_cast<float>(count);
+    record["mean"] = json_text(scalar_tensor_repr(mean, torch::kFloat32));
+    const double sum = squared_deviations(data, count, mean);
     const double variance = sum / static_cast<double>(std::max<std::int64_t>(0, count - 1));
     record["std"] = json_text(scalar_tensor_repr(static_cast<float>(std::sqrt(variance)), torch::kFloat32));
-    // One pass for both. Where the answer is zero, min()/max() are asked again: which of -0.0
-    // and 0.0 each returns depends on its own order of visits.
-    const auto [min, max] = torch::aminmax(tensor);
-    const float min_value = *min.data_ptr<float>(), max_value = *max.data_ptr<float>();
+    // Where the answer is zero, min()/max() are asked again: which of -0.0 and 0.0 each
+    // returns depends on its own order of visits.
+    const auto [min_value, max_value] = min_max(data, count);
     record["min"] = json_text(min_value == 0 ? python_repr(tensor.min()) : scalar_tensor_repr(min_value, torch::kFloat32));
     record["max"] = json_text(max_value == 0 ? python_repr(tensor.max()) : scalar_tensor_repr(max_value, torch::kFloat32));
     return;
@@ -415,6 +465,14 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
 
   // TensorEncoder
   boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix) override {
+    std::optional<TensorFingerprint> identity;
+    if (options_.reuse_repeated_tensors && (identity = fingerprint(tensor))) {
+      if (const EncodedTensor* seen = find_encoded(*identity)) {
+        boost::json::object record = seen->record;
+        if (!options_.use_repr) record["value"] = json_text(link_or_write(tensor, prefix, seen->file_index));
+        return record;
+      }
+    }
     boost::json::object record;
     record["shape"] = json_text(python_shape_repr(tensor.sizes()));
     record["dtype"] = json_text(python_dtype_repr(tensor.scalar_type()));
@@ -424,17 +482,15 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       for_each_line(python_repr(tensor), [&](std::string_view line) { lines.emplace_back(line); });
       record["value"] = std::move(lines);
     } else {
-      const std::string file_name = file_name_for(prefix) + ".safetensors";
-      const auto path = options_.debug_path / file_name;
-      // Written under a temporary name and renamed with the JSON files at the end of the
-      // forward: a forward that fails leaves the files of the previous trace as they were.
-      detail::AtomicFileWriter writer(path);
-      detail::write_safetensors(writer, path, {{"data", tensor}}, {});
-      written_files_.emplace_back(writer.release(), path);
-      record["value"] = json_text("./" + file_name);
+      record["value"] = json_text(write_tensor_file(tensor, prefix));
     }
     const auto type = tensor.scalar_type();
     if (type == torch::kFloat16 || type == torch::kFloat32 || type == torch::kBFloat16) add_statistics(record, tensor);
+    if (identity) {
+      const std::size_t file_index = options_.use_repr ? 0 : written_files_.size() - 1;
+      const c10::StorageImpl* address = identity->address();  // before the move below
+      encoded_.emplace(address, EncodedTensor{std::move(*identity), record, file_index});
+    }
     return record;
   }
 
@@ -445,9 +501,53 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   std::filesystem::path summary_path() const { return options_.debug_path / (root_name_ + "_debug_tree_SUMMARY.json"); }
 
  private:
+  /// A tensor this forward has encoded, for reuse_repeated_tensors.
+  struct EncodedTensor {
+    TensorFingerprint fingerprint;
+    boost::json::object record;
+    std::size_t file_index;  // use_repr=false: its file in written_files_
+  };
+
+  const EncodedTensor* find_encoded(const TensorFingerprint& identity) const {
+    const auto [begin, end] = encoded_.equal_range(identity.address());
+    for (auto it = begin; it != end; ++it) {
+      if (it->second.fingerprint.same_as(identity)) return &it->second;
+    }
+    return nullptr;
+  }
+
+  /// Writes `tensor` to the file transformers names after `prefix`; returns the JSON value.
+  std::string write_tensor_file(const torch::Tensor& tensor, const std::string& prefix) {
+    const std::string file_name = file_name_for(prefix) + ".safetensors";
+    const auto path = options_.debug_path / file_name;
+    // Written under a temporary name and renamed with the JSON files at the end of the
+    // forward: a forward that fails leaves the files of the previous trace as they were.
+    detail::AtomicFileWriter writer(path);
+    detail::write_safetensors(writer, path, {{"data", tensor}}, {});
+    written_files_.emplace_back(writer.release(), path);
+    return "./" + file_name;
+  }
+
+  /// The file for a tensor already written as written_files_[index]: a hard link to that file,
+  /// or a copy where the filesystem has no hard links.
+  std::string link_or_write(const torch::Tensor& tensor, const std::string& prefix, std::size_t index) {
+    if (hard_links_work_) {
+      const std::string file_name = file_name_for(prefix) + ".safetensors";
+      auto path = options_.debug_path / file_name;
+      auto staged = unique_temp_path(path);
+      if (::link(written_files_[index].first.c_str(), staged.c_str()) == 0) {
+        written_files_.emplace_back(std::move(staged), std::move(path));
+        return "./" + file_name;
+      }
+      hard_links_work_ = false;  // EPERM (no hard links on this filesystem), EMLINK, ...
+    }
+    return write_tensor_file(tensor, prefix);
+  }
+
   void begin_forward() {
     no_grad_.emplace();
     stack_.clear();
+    encoded_.clear();
     call_counts_.clear();
     written_files_.clear();
     nested_root_calls_ = 0;
@@ -456,6 +556,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   void end_forward(bool keep_files) noexcept {
     if (!keep_files) discard_files_from(0);
     written_files_.clear();
+    encoded_.clear();
     stack_.clear();
     call_counts_.clear();
     no_grad_.reset();
@@ -491,6 +592,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     std::error_code ignored;
     for (std::size_t i = count; i < written_files_.size(); ++i) std::filesystem::remove(written_files_[i].first, ignored);
     if (count < written_files_.size()) written_files_.resize(count);
+    if (!options_.use_repr) std::erase_if(encoded_, [&](const auto& entry) { return entry.second.file_index >= count; });
   }
 
   void finish_forward(const CallResult& result) {
@@ -501,18 +603,14 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     boost::json::value outputs = builder.take_value();
     if (is_truthy(outputs)) root.outputs = std::move(outputs);  // the root drops falsy keys
     if (options_.do_prune_layers) prune_intermediate_layers(root);
-    std::string text;
-    append_call_node(text, root, 0, false);
+    // One buffer for both texts, kept for the next forward: growing a new megabyte string
+    // each time cost page faults and copies.
     // Both JSON files are complete on disk before any file of this trace takes its final name,
     // so a full disk leaves the previous trace whole instead of half replaced.
     AtomicFileWriter full(full_tensors_path());
-    full.write(text);
-    full.finish();
-    text.clear();
-    append_call_node(text, root, 0, true);
+    write_json_text(full, root, false);
     AtomicFileWriter summary(summary_path());
-    summary.write(text);
-    summary.finish();
+    write_json_text(summary, root, true);
     for (const auto& [staged, final_path] : written_files_) {
       // Remove the previous file first: ext4 (auto_da_alloc) writes a file's data back
       // synchronously when it is renamed over an existing one, which made this loop cost
@@ -527,6 +625,23 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     summary.commit();
   }
 
+  /// Writes the JSON text of the tree under `root` in pieces of about 64 KiB: built whole, the
+  /// text of a large trace was a fresh multi-megabyte string each forward, and faulting in its
+  /// pages cost more than writing it.
+  static void write_json_text(AtomicFileWriter& file, const CallNode& root, bool strip_values) {
+    constexpr std::size_t kPiece = 64 * 1024;
+    std::string text;
+    text.reserve(2 * kPiece);
+    const auto drain = [&](std::string& out) {
+      if (out.size() < kPiece) return;
+      file.write(out);
+      out.clear();
+    };
+    append_call_node(text, root, 0, strip_values, drain);
+    file.write(text);
+    file.finish();
+  }
+
   std::string root_name_;
   DebuggerOptions options_;
   std::atomic<std::thread::id> owner_{};
@@ -534,6 +649,8 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   std::vector<CallNode> stack_;
   std::map<const Attachment*, int> call_counts_;
   std::vector<std::pair<std::filesystem::path, std::filesystem::path>> written_files_;  // staged, final
+  std::unordered_multimap<const c10::StorageImpl*, EncodedTensor> encoded_;
+  bool hard_links_work_ = true;
   std::optional<torch::NoGradGuard> no_grad_;
 };
 
@@ -593,8 +710,11 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
     throw Error("tracetorch: cannot create debug_path " + options.debug_path.string() + ": " +
                 (ec ? ec.message() : std::string("not a directory")));
   }
-  {  // Fail now, not after a long forward, when the directory is not writable.
-    detail::AtomicFileWriter probe(options.debug_path / ".tracetorch-write-test");
+  // Fail now, not after a long forward, when the directory is not writable (permissions, a
+  // read-only filesystem). Asked of the kernel: creating and removing a probe file cost more
+  // than the rest of a small model's trace setup.
+  if (::faccessat(AT_FDCWD, options.debug_path.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
+    throw Error("tracetorch: cannot write in debug_path " + options.debug_path.string() + ": " + std::strerror(errno));
   }
   const std::string root_name(model->traced_name());
   auto session = std::make_unique<detail::DebuggerSession>(root_name, std::move(options));

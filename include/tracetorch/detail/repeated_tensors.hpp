@@ -1,0 +1,94 @@
+#pragma once
+// Recognising a tensor that one forward records again unchanged: the output of one module is
+// the input of the next (and of q_proj, k_proj and v_proj at once), so about half of a Llama's
+// records repeat an earlier one. The debugger encodes such a tensor once.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace tracetorch::detail {
+
+/// A 64-bit hash of `size` bytes. Eight lanes of `(lane + word) * odd`: a change to any one
+/// 8-byte word always changes its lane (an odd multiplier is invertible modulo 2^64), and the
+/// independent lanes keep the loop at memory speed.
+inline std::uint64_t content_hash(const void* data, std::size_t size) {
+  constexpr std::uint64_t kOdd = 0x9E3779B97F4A7C15ull;
+  constexpr std::size_t kLanes = 8;
+  std::uint64_t lanes[kLanes];
+  for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = k + 1;
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  std::size_t i = 0;
+  for (; i + kLanes * 8 <= size; i += kLanes * 8) {
+    for (std::size_t k = 0; k < kLanes; ++k) {
+      std::uint64_t word;
+      std::memcpy(&word, bytes + i + k * 8, 8);
+      lanes[k] = (lanes[k] + word) * kOdd;
+    }
+  }
+  std::uint64_t tail = size;  // the length, so that trailing zero bytes count
+  for (; i < size; ++i) tail = (tail + bytes[i]) * kOdd;
+  std::uint64_t hash = tail;
+  for (const std::uint64_t lane : lanes) {
+    hash ^= lane + 0x632BE59BD9B4E019ull + (hash << 6) + (hash >> 2);
+  }
+  // splitmix64's finaliser, so that every input bit reaches every output bit.
+  hash = (hash ^ (hash >> 30)) * 0xBF58476D1CE4E5B9ull;
+  hash = (hash ^ (hash >> 27)) * 0x94D049BB133111EBull;
+  return hash ^ (hash >> 31);
+}
+
+/// What a record of a tensor depends on, taken so that two fingerprints that are `same_as`
+/// each other give the same record: the same memory read the same way, not written since
+/// (LibTorch's version counter counts in-place operations), and the same bytes (the hash
+/// catches writes LibTorch does not count, through data_ptr() or `.data()`).
+struct TensorFingerprint {
+  /// Keeps the StorageImpl's address from being reused while the fingerprint lives, without
+  /// keeping the tensor's memory.
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  std::int64_t storage_offset = 0;
+  std::vector<std::int64_t> sizes;  // contiguous, so the strides follow from the sizes
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  bool negative = false;
+  bool conjugate = false;
+  std::int64_t version = 0;
+  std::uint64_t content = 0;
+
+  const c10::StorageImpl* address() const noexcept { return storage._unsafe_get_target(); }
+
+  bool same_as(const TensorFingerprint& other) const {
+    return address() == other.address() && storage_offset == other.storage_offset && sizes == other.sizes &&
+           dtype == other.dtype && negative == other.negative && conjugate == other.conjugate &&
+           version == other.version && content == other.content;
+  }
+};
+
+/// The fingerprint of `tensor`, or nullopt where a record could differ for reasons the
+/// fingerprint does not hold: tensors off the CPU (reading them costs a copy), without
+/// ordinary strided storage (sparse, MKL-DNN), not contiguous, quantized (scale and zero point
+/// live outside the storage), with requires_grad or a grad_fn or dimension names (printed by
+/// repr), and inference tensors (they have no version counter).
+inline std::optional<TensorFingerprint> fingerprint(const torch::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.device().is_cpu() || tensor.layout() != c10::kStrided || !tensor.has_storage() ||
+      tensor.is_quantized() || tensor.requires_grad() || tensor.has_names() || tensor.is_inference() ||
+      !tensor.is_contiguous()) {
+    return std::nullopt;
+  }
+  const auto& storage = tensor.storage();
+  const auto bytes = static_cast<std::size_t>(tensor.numel()) * tensor.element_size();
+  if (bytes > 0 && storage.data() == nullptr) return std::nullopt;
+  TensorFingerprint result{storage.getWeakStorageImpl()};
+  result.storage_offset = tensor.storage_offset();
+  result.sizes.assign(tensor.sizes().begin(), tensor.sizes().end());
+  result.dtype = tensor.scalar_type();
+  result.negative = tensor.is_neg();
+  result.conjugate = tensor.is_conj();
+  result.version = tensor._version();
+  result.content = content_hash(bytes > 0 ? tensor.data_ptr() : nullptr, bytes);
+  return result;
+}
+
+}  // namespace tracetorch::detail
