@@ -3,7 +3,7 @@
 // median of the repeats reported. See docs/performance.md.
 //
 //   tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]
-//                    [--tiny-config PATH]
+//                    [--modes abcde] [--reuse-repeated-tensors on|off] [--tiny-config PATH]
 
 #include <llama/llama.hpp>
 #include <tracetorch/tracetorch.hpp>
@@ -43,12 +43,13 @@ struct Args {
   std::int64_t disk_mb = 512;
   fs::path tiny_config = TRACETORCH_BENCH_TINY_CONFIG;
   std::string modes = "abcde";  // which modes to time (a is always run: it is the baseline)
+  bool reuse_repeated_tensors = true;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "tracetorch_bench: " << why
             << "\nusage: tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]"
-               " [--modes abcde] [--tiny-config PATH]\n";
+               " [--modes abcde] [--reuse-repeated-tensors on|off] [--tiny-config PATH]\n";
   std::exit(2);
 }
 
@@ -72,6 +73,10 @@ Args parse_args(int argc, char** argv) {
       args.disk_mb = std::stoll(value());
     } else if (flag == "--modes") {
       args.modes = value();
+    } else if (flag == "--reuse-repeated-tensors") {
+      const std::string on = value();
+      if (on != "on" && on != "off") usage("--reuse-repeated-tensors takes on or off");
+      args.reuse_repeated_tensors = on == "on";
     } else if (flag == "--tiny-config") {
       args.tiny_config = value();
     } else if (flag == "-h" || flag == "--help") {
@@ -239,12 +244,14 @@ Result run_config(const NamedConfig& named, const Args& args) {
         break;
       }
       case kDebugRepr: {
-        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = repr_dir, .do_prune_layers = false, .use_repr = true});
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = repr_dir, .do_prune_layers = false, .use_repr = true,
+                                                                  .reuse_repeated_tensors = args.reuse_repeated_tensors});
         (void)model(input_ids);
         break;
       }
       case kDebugFiles: {
-        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = false, .use_repr = false});
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = false, .use_repr = false,
+                                                                  .reuse_repeated_tensors = args.reuse_repeated_tensors});
         (void)model(input_ids);
         break;
       }

@@ -603,8 +603,6 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     boost::json::value outputs = builder.take_value();
     if (is_truthy(outputs)) root.outputs = std::move(outputs);  // the root drops falsy keys
     if (options_.do_prune_layers) prune_intermediate_layers(root);
-    // One buffer for both texts, kept for the next forward: growing a new megabyte string
-    // each time cost page faults and copies.
     // Both JSON files are complete on disk before any file of this trace takes its final name,
     // so a full disk leaves the previous trace whole instead of half replaced.
     AtomicFileWriter full(full_tensors_path());
