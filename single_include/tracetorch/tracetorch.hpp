@@ -1564,6 +1564,10 @@ OutputTuple to_tuple(const Out& out) {
 #include <unordered_map>
 #include <vector>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>  // min_max
+#endif
+
 // ---- begin tracetorch/detail/atomic_file.hpp ----
 // Whole-file writes that never leave a half-written file behind: the bytes go to a
 // temporary file beside the target, which is renamed over it only once complete.
@@ -4022,29 +4026,39 @@ inline double squared_deviations(const float* data, std::int64_t count, double m
 }
 
 /// The least and greatest of `count` (> 0) floats, both NaN where any is NaN, as LibTorch's
-/// aminmax() finds them (of -0.0 and 0.0 either may come back). Eight lanes, so that the
-/// compiler vectorises the loop: a few times faster than the LibTorch call on small tensors.
+/// aminmax() finds them (of -0.0 and 0.0 either may come back). With SSE, eight at a time:
+/// GCC does not vectorise the comparisons itself (they are not IEEE min/max), and the scalar
+/// loop was slower than the LibTorch call it replaced.
 inline std::pair<float, float> min_max(const float* data, std::int64_t count) {
-  constexpr std::int64_t kLanes = 8;
-  float lows[kLanes], highs[kLanes];
-  bool nans[kLanes] = {};
-  for (std::int64_t k = 0; k < kLanes; ++k) lows[k] = highs[k] = data[0];
   std::int64_t i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-    for (std::int64_t k = 0; k < kLanes; ++k) {
-      const float x = data[i + k];
-      lows[k] = x < lows[k] ? x : lows[k];
-      highs[k] = x > highs[k] ? x : highs[k];
-      nans[k] |= x != x;
-    }
-  }
-  float low = lows[0], high = highs[0];
+  float low = data[0], high = data[0];
   bool nan = false;
-  for (std::int64_t k = 0; k < kLanes; ++k) {
-    low = lows[k] < low ? lows[k] : low;
-    high = highs[k] > high ? highs[k] : high;
-    nan |= nans[k];
+#if defined(__SSE__)
+  if (count >= 8) {
+    // minps(x, m) is `x < m ? x : m`: a NaN x leaves m as it was, so NaNs are counted apart.
+    __m128 low0 = _mm_set1_ps(data[0]), low1 = low0, high0 = low0, high1 = low0;
+    __m128 nan0 = _mm_setzero_ps(), nan1 = nan0;
+    for (; i + 8 <= count; i += 8) {
+      const __m128 a = _mm_loadu_ps(data + i), b = _mm_loadu_ps(data + i + 4);
+      low0 = _mm_min_ps(a, low0);
+      low1 = _mm_min_ps(b, low1);
+      high0 = _mm_max_ps(a, high0);
+      high1 = _mm_max_ps(b, high1);
+      nan0 = _mm_or_ps(nan0, _mm_cmpunord_ps(a, a));
+      nan1 = _mm_or_ps(nan1, _mm_cmpunord_ps(b, b));
+    }
+    alignas(16) float lows[8], highs[8];
+    _mm_store_ps(lows, low0);
+    _mm_store_ps(lows + 4, low1);
+    _mm_store_ps(highs, high0);
+    _mm_store_ps(highs + 4, high1);
+    for (int k = 0; k < 8; ++k) {
+      low = lows[k] < low ? lows[k] : low;
+      high = highs[k] > high ? highs[k] : high;
+    }
+    nan = _mm_movemask_ps(_mm_or_ps(nan0, nan1)) != 0;
   }
+#endif
   for (; i < count; ++i) {
     low = data[i] < low ? data[i] : low;
     high = data[i] > high ? data[i] : high;
@@ -4171,27 +4185,36 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     if (options_.reuse_repeated_tensors && (identity = fingerprint(tensor))) {
       if (const EncodedTensor* seen = find_encoded(*identity)) {
         boost::json::object record = seen->record;
-        if (!options_.use_repr) record["value"] = json_text(link_or_write(tensor, prefix, seen->file_index));
+        if (options_.use_repr) {
+          record["value"] = print_lines(seen->printed);
+        } else {
+          record["value"] = json_text(link_or_write(tensor, prefix, seen->file_index));
+        }
         return record;
       }
     }
     boost::json::object record;
     record["shape"] = json_text(python_shape_repr(tensor.sizes()));
     record["dtype"] = json_text(python_dtype_repr(tensor.scalar_type()));
+    std::string printed;
     if (options_.use_repr) {
-      // python_print_lines, but each line straight into the JSON array.
-      boost::json::array lines;
-      for_each_line(python_repr(tensor), [&](std::string_view line) { lines.emplace_back(line); });
-      record["value"] = std::move(lines);
+      printed = python_repr(tensor);
+      record["value"] = print_lines(printed);
     } else {
       record["value"] = json_text(write_tensor_file(tensor, prefix));
     }
     const auto type = tensor.scalar_type();
     if (type == torch::kFloat16 || type == torch::kFloat32 || type == torch::kBFloat16) add_statistics(record, tensor);
     if (identity) {
+      // Kept with the print as one string, not its lines: one copy instead of one per line.
+      boost::json::object kept;
+      kept.reserve(record.size());
+      for (const auto& entry : record) {
+        kept.emplace(entry.key(), options_.use_repr && entry.key() == "value" ? boost::json::value() : entry.value());
+      }
       const std::size_t file_index = options_.use_repr ? 0 : written_files_.size() - 1;
       const c10::StorageImpl* address = identity->address();  // before the move below
-      encoded_.emplace(address, EncodedTensor{std::move(*identity), record, file_index});
+      encoded_.emplace(address, EncodedTensor{std::move(*identity), std::move(kept), std::move(printed), file_index});
     }
     return record;
   }
@@ -4206,9 +4229,17 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   /// A tensor this forward has encoded, for reuse_repeated_tensors.
   struct EncodedTensor {
     TensorFingerprint fingerprint;
-    boost::json::object record;
+    boost::json::object record;  // use_repr=true: "value" is null, the lines are in `printed`
+    std::string printed;
     std::size_t file_index;  // use_repr=false: its file in written_files_
   };
+
+  /// python_print_lines, but each line straight into the JSON array.
+  static boost::json::array print_lines(std::string_view printed) {
+    boost::json::array lines;
+    for_each_line(printed, [&](std::string_view line) { lines.emplace_back(line); });
+    return lines;
+  }
 
   const EncodedTensor* find_encoded(const TensorFingerprint& identity) const {
     const auto [begin, end] = encoded_.equal_range(identity.address());
