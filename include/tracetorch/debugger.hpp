@@ -641,12 +641,8 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     AtomicFileWriter summary(summary_path());
     write_json_text(summary, root, true);
     for (const auto& [staged, final_path] : written_files_) {
-      // Remove the previous file first: ext4 (auto_da_alloc) writes a file's data back
-      // synchronously when it is renamed over an existing one, which made this loop cost
-      // ~60 us a file; a rename to a free name does not.
-      ::unlink(final_path.c_str());
       std::error_code ec;
-      std::filesystem::rename(staged, final_path, ec);
+      replace_file(staged, final_path, ec);
       if (ec) throw Error("tracetorch: cannot write " + final_path.string() + ": " + ec.message());
     }
     written_files_.clear();  // renamed: nothing left to remove

@@ -1579,6 +1579,9 @@ OutputTuple to_tuple(const Out& out) {
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <fcntl.h>     // AT_FDCWD
+#include <sys/stat.h>  // lstat
 #include <unistd.h>
 
 
@@ -1590,6 +1593,30 @@ namespace tracetorch::detail {
 inline std::filesystem::path unique_temp_path(const std::filesystem::path& target) {
   static std::atomic<unsigned long long> counter{0};
   return target.string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+/// Gives the file `staged` the name `target`, replacing a file there in one step. Where `target`
+/// is a regular file, the two are exchanged (renameat2 RENAME_EXCHANGE) and the old one, now
+/// under the staged name, is removed: when a plain rename replaces an existing file, ext4
+/// (auto_da_alloc) starts writing the new file's data back in the caller's time, ~60 us for a
+/// small file and ~1 ms for a megabyte of JSON; an exchange does not. Elsewhere (no file there
+/// yet, a filesystem or kernel without exchange), a plain rename.
+inline void replace_file(const std::filesystem::path& staged, const std::filesystem::path& target, std::error_code& ec) {
+  ec.clear();
+#ifdef RENAME_EXCHANGE
+  struct stat existing {};
+  if (::lstat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode)) {
+    if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+      ::unlink(staged.c_str());
+      return;
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOENT) {
+      ec = std::error_code(errno, std::generic_category());
+      return;
+    }
+  }
+#endif
+  std::filesystem::rename(staged, target, ec);
 }
 
 /// Writes pieces one after another into a temporary file and renames it to `target` on commit().
@@ -1644,7 +1671,7 @@ class AtomicFileWriter {
   void commit() {
     finish();
     std::error_code ec;
-    std::filesystem::rename(temp_, target_, ec);
+    replace_file(temp_, target_, ec);
     if (ec) throw Error("tracetorch: cannot write " + target_.string() + ": " + ec.message());
     committed_ = true;
   }
@@ -4343,12 +4370,8 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     AtomicFileWriter summary(summary_path());
     write_json_text(summary, root, true);
     for (const auto& [staged, final_path] : written_files_) {
-      // Remove the previous file first: ext4 (auto_da_alloc) writes a file's data back
-      // synchronously when it is renamed over an existing one, which made this loop cost
-      // ~60 us a file; a rename to a free name does not.
-      ::unlink(final_path.c_str());
       std::error_code ec;
-      std::filesystem::rename(staged, final_path, ec);
+      replace_file(staged, final_path, ec);
       if (ec) throw Error("tracetorch: cannot write " + final_path.string() + ": " + ec.message());
     }
     written_files_.clear();  // renamed: nothing left to remove
