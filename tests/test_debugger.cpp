@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <cmath>
-#include <map>
 #include <regex>
 #include <set>
 
@@ -344,15 +343,6 @@ DOCTEST_TEST_CASE("nested scopes on one model: the inner one records, the outer 
   DOCTEST_CHECK(tracetorch_test::count_files(outer_dir.path()) == 2);
 }
 
-/// Every file of a trace directory, by name.
-std::map<std::string, std::string> trace_files(const std::filesystem::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    files[entry.path().filename().string()] = read_file(entry.path());
-  }
-  return files;
-}
-
 ino_t inode_of(const std::filesystem::path& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) throw std::runtime_error("cannot stat " + path.string());
@@ -370,7 +360,7 @@ DOCTEST_TEST_CASE("reuse_repeated_tensors: the trace is byte for byte the one wr
                   .reuse_repeated_tensors = reuse});
       model(tiny_input_ids());
     }
-    const auto with = trace_files(reused.path()), without = trace_files(apart.path());
+    const auto with = tracetorch_test::snapshot(reused.path()), without = tracetorch_test::snapshot(apart.path());
     DOCTEST_CHECK(with.size() == (use_repr ? 2u : 128u));
     DOCTEST_CHECK(with == without);
     if (!use_repr) {

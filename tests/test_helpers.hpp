@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <cstdio>
 #include <random>
 #include <stdexcept>
@@ -62,6 +63,16 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// Every entry of a directory: name -> contents ("<dir>" for a directory).
+inline std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    out[name] = entry.is_directory() ? std::string("<dir>") : read_file(entry.path());
+  }
+  return out;
+}
 
 inline std::size_t count_files(const std::filesystem::path& dir) {
   std::size_t n = 0;

@@ -35,6 +35,7 @@ using tracetorch_test::data_dir;
 using tracetorch_test::read_file;
 using tracetorch_test::module_paths;
 using tracetorch_test::read_json;
+using tracetorch_test::snapshot;
 using tracetorch_test::TempDir;
 
 // ---------------------------------------------------------------------------------------------
@@ -115,16 +116,6 @@ torch::Tensor outer_input(double offset = 0.0) {
 
 // ---------------------------------------------------------------------------------------------
 // Files
-
-/// Every entry of a directory: name -> contents ("<dir>" for a directory).
-std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const auto name = entry.path().filename().string();
-    out[name] = entry.is_directory() ? std::string("<dir>") : read_file(entry.path());
-  }
-  return out;
-}
 
 std::set<std::string> names_of(const std::map<std::string, std::string>& files) {
   std::set<std::string> out;
