@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -207,7 +208,24 @@ struct Result {
   int calls_per_sample = 1;
   double peak_rss_mib[kModes] = {};
   double rss_before_mib[kModes] = {};
+  std::vector<double> page_faults[kModes];  // minor page faults per forward, per sample
+  std::vector<double> cpu_seconds[kModes];  // user + system time of all threads per forward
 };
+
+double cpu_seconds_used() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+/// Minor page faults of this process so far (first touches of fresh memory: on a VM, a
+/// large part of what an allocation costs).
+long minor_page_faults() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
 
 Result run_config(const NamedConfig& named, const Args& args) {
   torch::NoGradGuard no_grad;  // inference, as the debugger runs it
@@ -269,9 +287,13 @@ Result run_config(const NamedConfig& named, const Args& args) {
     std::cerr << "[" << named.name << "] repeat " << (r + 1) << "/" << args.repeats << " (load " << load_average() << ")\n";
     for (int m = 0; m < kModes; ++m) {
       if (!selected(m)) continue;
+      const long faults_before = minor_page_faults();
+      const double cpu_before = cpu_seconds_used();
       const auto start = std::chrono::steady_clock::now();
       for (int call = 0; call < calls_per_sample; ++call) run(static_cast<Mode>(m));
       result.times[m].push_back(seconds_since(start) / calls_per_sample);
+      result.cpu_seconds[m].push_back((cpu_seconds_used() - cpu_before) / calls_per_sample);
+      result.page_faults[m].push_back(static_cast<double>(minor_page_faults() - faults_before) / calls_per_sample);
     }
   }
   if (fs::exists(files_dir)) result.files_bytes = bytes_under(files_dir);
@@ -346,6 +368,8 @@ int main(int argc, char** argv) try {
         if (disk_mbps > 0) notes << " (" << 100.0 * added_mbps / disk_mbps << "% of disk)";
         notes << "; ";
       }
+      notes << median(result.page_faults[m]) << " page faults, " << std::setprecision(3) << median(result.cpu_seconds[m])
+            << " CPU s; " << std::setprecision(0);
       if (result.peak_rss_mib[m] > 0) {
         notes << "peak RSS " << result.peak_rss_mib[m] << " MiB (+" << result.peak_rss_mib[m] - result.rss_before_mib[m]
               << " over the model)";

@@ -64,11 +64,14 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-/// Every entry of a directory: name -> contents ("<dir>" for a directory).
+/// Every entry of a directory: name -> contents ("<dir>" for a directory). The debugger's spares
+/// (reuse_previous_files: the files earlier traces replaced, kept while the process runs) are
+/// not part of a trace and left out; test_debugger.cpp tests them.
 inline std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
   std::map<std::string, std::string> out;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const auto name = entry.path().filename().string();
+    if (name.starts_with(".tracetorch-spares-")) continue;
     out[name] = entry.is_directory() ? std::string("<dir>") : read_file(entry.path());
   }
   return out;

@@ -31,6 +31,17 @@ DOCTEST_TEST_CASE("traces the fixture model and prints each leaf's output shape"
   const auto ref = tracetorch::safetensors::load_single(tracetorch_test::tiny_llama_dir() / "trace_st" /
                                                         "LlamaModel.norm_outputs.safetensors");
   DOCTEST_CHECK(torch::allclose(ours, ref, 0, 1e-5));
+
+  // Run again over that trace: the files it replaces are kept as spares while the process runs
+  // (reuse_previous_files), and go with it.
+  const auto again = run_llama_trace("--config " + fixture("config.json") + " --weights " + fixture("model.safetensors") +
+                                     " --input-ids " + fixture("input_ids.safetensors") + " --no-prune-layers --safetensors" +
+                                     " --debug-path " + dir.path().string());
+  DOCTEST_REQUIRE(again.exit_code == 0);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    DOCTEST_CHECK_MESSAGE(entry.is_regular_file(), "left in the debug path: " << entry.path().filename().string());
+  }
+  DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 128);
 }
 
 DOCTEST_TEST_CASE("--output-hidden-states/--output-attentions with --dump-captured write the captured tensors") {

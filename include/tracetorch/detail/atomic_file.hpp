@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <fcntl.h>     // AT_FDCWD
+#include <fcntl.h>     // AT_FDCWD, open, F_SETLEASE
 #include <sys/stat.h>  // lstat
 #include <unistd.h>
 
@@ -27,28 +27,38 @@ inline std::filesystem::path unique_temp_path(const std::filesystem::path& targe
 }
 
 /// Gives the file `staged` the name `target`, replacing a file there in one step. Where `target`
-/// is a regular file, the two are exchanged (renameat2 RENAME_EXCHANGE) and the old one, now
-/// under the staged name, is removed: when a plain rename replaces an existing file, ext4
-/// (auto_da_alloc) starts writing the new file's data back in the caller's time, ~60 us for a
-/// small file and ~1 ms for a megabyte of JSON; an exchange does not. Elsewhere (no file there
-/// yet, a filesystem or kernel without exchange), a plain rename.
-inline void replace_file(const std::filesystem::path& staged, const std::filesystem::path& target, std::error_code& ec) {
+/// is a regular file, the two are exchanged (renameat2 RENAME_EXCHANGE): when a plain rename
+/// replaces an existing file, ext4 (auto_da_alloc) starts writing the new file's data back in the
+/// caller's time, ~60 us for a small file and ~1 ms for a megabyte of JSON; an exchange does not.
+/// Elsewhere (no file there yet, a filesystem or kernel without exchange), a plain rename.
+/// Returns true where the replaced file now has the name `staged`, for the caller to remove or keep.
+inline bool replace_file_keeping_old(const std::filesystem::path& staged, const std::filesystem::path& target,
+                                     std::error_code& ec) {
   ec.clear();
 #ifdef RENAME_EXCHANGE
   struct stat existing {};
   if (::lstat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode)) {
-    if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
-      ::unlink(staged.c_str());
-      return;
-    }
+    if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) return true;
     if (errno != EINVAL && errno != ENOSYS && errno != ENOENT) {
       ec = std::error_code(errno, std::generic_category());
-      return;
+      return false;
     }
   }
 #endif
   std::filesystem::rename(staged, target, ec);
+  return false;
 }
+
+/// replace_file_keeping_old, then the replaced file is removed.
+inline void replace_file(const std::filesystem::path& staged, const std::filesystem::path& target, std::error_code& ec) {
+  if (replace_file_keeping_old(staged, target, ec)) ::unlink(staged.c_str());
+}
+
+/// Tag of the AtomicFileWriter constructor that writes over a file already at the temporary name.
+struct overwrite_existing_t {
+  explicit overwrite_existing_t() = default;
+};
+inline constexpr overwrite_existing_t overwrite_existing{};
 
 /// Writes pieces one after another into a temporary file and renames it to `target` on commit().
 /// Destroying an uncommitted writer removes the temporary file.
@@ -57,6 +67,29 @@ class AtomicFileWriter {
   explicit AtomicFileWriter(std::filesystem::path target)
       : target_(std::move(target)), temp_(unique_temp_path(target_)) {
     // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name.
+    file_ = std::fopen(temp_.c_str(), "wbx");
+    if (file_ == nullptr) fail("cannot create");
+  }
+  /// Writes into `temp`, a name the caller keeps for itself, over the file already there where
+  /// that is safe: a regular file of one link that nobody else has open or mapped (the kernel
+  /// grants a write lease only then). Its pages in the file cache are written over instead of new
+  /// ones allocated: 10-20x faster on a VM whose host takes back the memory a deleted file frees.
+  /// Otherwise whatever is at `temp` is removed and a new file made there.
+  AtomicFileWriter(std::filesystem::path target, std::filesystem::path temp, overwrite_existing_t)
+      : target_(std::move(target)), temp_(std::move(temp)) {
+    const int fd = ::open(temp_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      struct stat info {};
+      const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
+                         ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+      if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
+      if (alone && (file_ = ::fdopen(fd, "wb")) != nullptr) {  // "w" of fdopen does not truncate
+        truncate_at_finish_ = true;
+        return;
+      }
+      ::close(fd);
+    }
+    ::unlink(temp_.c_str());
     file_ = std::fopen(temp_.c_str(), "wbx");
     if (file_ == nullptr) fail("cannot create");
   }
@@ -79,7 +112,9 @@ class AtomicFileWriter {
     if (finished_) return;
     if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": an earlier write failed");
     // fflush + fclose report a full disk that buffered fwrite calls did not.
-    const bool flushed = std::fflush(file_) == 0;
+    bool flushed = std::fflush(file_) == 0;
+    // Written over an older file: what it held beyond the new end goes.
+    if (flushed && truncate_at_finish_) flushed = ::ftruncate(::fileno(file_), ::ftello(file_)) == 0;
     const int saved_errno = errno;
     const bool closed = std::fclose(file_) == 0;
     file_ = nullptr;
@@ -117,6 +152,7 @@ class AtomicFileWriter {
   std::FILE* file_ = nullptr;
   bool finished_ = false;
   bool committed_ = false;
+  bool truncate_at_finish_ = false;
 };
 
 /// Writes `content` to `target` atomically.
