@@ -3,7 +3,8 @@
 // median of the repeats reported. See docs/performance.md.
 //
 //   tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]
-//                    [--modes abcde] [--reuse-repeated-tensors on|off] [--tiny-config PATH]
+//                    [--modes abcde] [--reuse-repeated-tensors on|off]
+//                    [--reuse-previous-files on|off] [--tiny-config PATH]
 
 #include <llama/llama.hpp>
 #include <tracetorch/tracetorch.hpp>
@@ -45,12 +46,13 @@ struct Args {
   fs::path tiny_config = TRACETORCH_BENCH_TINY_CONFIG;
   std::string modes = "abcde";  // which modes to time (a is always run: it is the baseline)
   bool reuse_repeated_tensors = true;
+  bool reuse_previous_files = true;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "tracetorch_bench: " << why
             << "\nusage: tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]"
-               " [--modes abcde] [--reuse-repeated-tensors on|off] [--tiny-config PATH]\n";
+               " [--modes abcde] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--tiny-config PATH]\n";
   std::exit(2);
 }
 
@@ -78,6 +80,10 @@ Args parse_args(int argc, char** argv) {
       const std::string on = value();
       if (on != "on" && on != "off") usage("--reuse-repeated-tensors takes on or off");
       args.reuse_repeated_tensors = on == "on";
+    } else if (flag == "--reuse-previous-files") {
+      const std::string on = value();
+      if (on != "on" && on != "off") usage("--reuse-previous-files takes on or off");
+      args.reuse_previous_files = on == "on";
     } else if (flag == "--tiny-config") {
       args.tiny_config = value();
     } else if (flag == "-h" || flag == "--help") {
@@ -269,7 +275,8 @@ Result run_config(const NamedConfig& named, const Args& args) {
       }
       case kDebugFiles: {
         auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = false, .use_repr = false,
-                                                                  .reuse_repeated_tensors = args.reuse_repeated_tensors});
+                                                                  .reuse_repeated_tensors = args.reuse_repeated_tensors,
+                                                                  .reuse_previous_files = args.reuse_previous_files});
         (void)model(input_ids);
         break;
       }
