@@ -75,7 +75,6 @@ class SpareFiles {
   void forget_claims() { claimed_.clear(); }
   bool empty() const { return spares_.empty(); }
 
-  const std::filesystem::path& directory() const { return directory_; }
   /// The registry's name for the debug_path (its canonical form).
   const std::string& key() const { return key_; }
 
