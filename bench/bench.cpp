@@ -218,19 +218,18 @@ struct Result {
   std::vector<double> cpu_seconds[kModes];  // user + system time of all threads per forward
 };
 
-double cpu_seconds_used() {
+/// What getrusage says of this process so far: CPU time (user + system, all threads) and minor
+/// page faults (first touches of fresh memory: on a VM, a large part of what an allocation costs).
+struct Usage {
+  double cpu_seconds;
+  long page_faults;
+};
+
+Usage usage_so_far() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
-/// Minor page faults of this process so far (first touches of fresh memory: on a VM, a
-/// large part of what an allocation costs).
-long minor_page_faults() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
+  return {seconds(usage.ru_utime) + seconds(usage.ru_stime), usage.ru_minflt};
 }
 
 Result run_config(const NamedConfig& named, const Args& args) {
@@ -294,13 +293,13 @@ Result run_config(const NamedConfig& named, const Args& args) {
     std::cerr << "[" << named.name << "] repeat " << (r + 1) << "/" << args.repeats << " (load " << load_average() << ")\n";
     for (int m = 0; m < kModes; ++m) {
       if (!selected(m)) continue;
-      const long faults_before = minor_page_faults();
-      const double cpu_before = cpu_seconds_used();
+      const Usage before = usage_so_far();
       const auto start = std::chrono::steady_clock::now();
       for (int call = 0; call < calls_per_sample; ++call) run(static_cast<Mode>(m));
       result.times[m].push_back(seconds_since(start) / calls_per_sample);
-      result.cpu_seconds[m].push_back((cpu_seconds_used() - cpu_before) / calls_per_sample);
-      result.page_faults[m].push_back(static_cast<double>(minor_page_faults() - faults_before) / calls_per_sample);
+      const Usage after = usage_so_far();
+      result.cpu_seconds[m].push_back((after.cpu_seconds - before.cpu_seconds) / calls_per_sample);
+      result.page_faults[m].push_back(static_cast<double>(after.page_faults - before.page_faults) / calls_per_sample);
     }
   }
   if (fs::exists(files_dir)) result.files_bytes = bytes_under(files_dir);

@@ -1587,12 +1587,18 @@ OutputTuple to_tuple(const Out& out) {
 
 namespace tracetorch::detail {
 
+/// `<pid>-<n>`, a different text at each call in this process and from any other process:
+/// for names that no other writer uses.
+inline std::string unique_suffix() {
+  static std::atomic<unsigned long long> counter{0};
+  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
 /// A name beside `target` that no other writer uses: several threads of one process may
 /// write the same target at once (two traces of one model type into one debug_path), and each
 /// must write its own temporary file or they would interleave their bytes in one.
 inline std::filesystem::path unique_temp_path(const std::filesystem::path& target) {
-  static std::atomic<unsigned long long> counter{0};
-  return target.string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  return target.string() + ".tmp" + unique_suffix();
 }
 
 /// Gives the file `staged` the name `target`, replacing a file there in one step. Where `target`
@@ -3087,7 +3093,6 @@ inline std::optional<TensorFingerprint> fingerprint(const torch::Tensor& tensor)
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -3098,6 +3103,7 @@ inline std::optional<TensorFingerprint> fingerprint(const torch::Tensor& tensor)
 #include <unordered_set>
 #include <utility>
 
+
 namespace tracetorch::detail {
 
 /// One hidden directory in a debug_path (`.tracetorch-spares-<pid>-<n>`) holding the previous
@@ -3107,7 +3113,7 @@ class SpareFiles {
  public:
   SpareFiles(std::string key, const std::filesystem::path& debug_path)
       : key_(std::move(key)),
-        directory_(debug_path / (".tracetorch-spares-" + std::to_string(::getpid()) + "-" + std::to_string(next_number()))),
+        directory_(debug_path / (".tracetorch-spares-" + unique_suffix())),
         owner_(::getpid()) {}
   SpareFiles(const SpareFiles&) = delete;
   SpareFiles& operator=(const SpareFiles&) = delete;
@@ -3159,11 +3165,6 @@ class SpareFiles {
   const std::string& key() const { return key_; }
 
  private:
-  static unsigned long long next_number() {
-    static std::atomic<unsigned long long> counter{0};
-    return ++counter;
-  }
-
   std::string key_;
   std::filesystem::path directory_;
   pid_t owner_;

@@ -18,12 +18,18 @@
 
 namespace tracetorch::detail {
 
+/// `<pid>-<n>`, a different text at each call in this process and from any other process:
+/// for names that no other writer uses.
+inline std::string unique_suffix() {
+  static std::atomic<unsigned long long> counter{0};
+  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
 /// A name beside `target` that no other writer uses: several threads of one process may
 /// write the same target at once (two traces of one model type into one debug_path), and each
 /// must write its own temporary file or they would interleave their bytes in one.
 inline std::filesystem::path unique_temp_path(const std::filesystem::path& target) {
-  static std::atomic<unsigned long long> counter{0};
-  return target.string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  return target.string() + ".tmp" + unique_suffix();
 }
 
 /// Gives the file `staged` the name `target`, replacing a file there in one step. Where `target`

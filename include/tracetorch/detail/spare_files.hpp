@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -18,6 +17,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "tracetorch/detail/atomic_file.hpp"  // unique_suffix
+
 namespace tracetorch::detail {
 
 /// One hidden directory in a debug_path (`.tracetorch-spares-<pid>-<n>`) holding the previous
@@ -27,7 +28,7 @@ class SpareFiles {
  public:
   SpareFiles(std::string key, const std::filesystem::path& debug_path)
       : key_(std::move(key)),
-        directory_(debug_path / (".tracetorch-spares-" + std::to_string(::getpid()) + "-" + std::to_string(next_number()))),
+        directory_(debug_path / (".tracetorch-spares-" + unique_suffix())),
         owner_(::getpid()) {}
   SpareFiles(const SpareFiles&) = delete;
   SpareFiles& operator=(const SpareFiles&) = delete;
@@ -79,11 +80,6 @@ class SpareFiles {
   const std::string& key() const { return key_; }
 
  private:
-  static unsigned long long next_number() {
-    static std::atomic<unsigned long long> counter{0};
-    return ++counter;
-  }
-
   std::string key_;
   std::filesystem::path directory_;
   pid_t owner_;
