@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <memory_resource>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,7 @@
 #include "tracetorch/detail/atomic_file.hpp"
 #include "tracetorch/detail/attachments.hpp"
 #include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/forward_memory.hpp"
 #include "tracetorch/detail/python_json.hpp"
 #include "tracetorch/detail/repeated_tensors.hpp"
 #include "tracetorch/detail/spare_files.hpp"
@@ -84,28 +86,37 @@ namespace detail {
 /// Turns one tensor into its JSON record; `prefix` is the file stem transformers would use.
 class TensorEncoder {
  public:
-  virtual boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix) = 0;
+  /// The record of `tensor`, its values in `storage`.
+  virtual boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix, boost::json::storage_ptr storage) = 0;
 
  protected:
   ~TensorEncoder() = default;
 };
 
-/// A JSON string value (boost::json::value has no implicit constructor from std::string).
-inline boost::json::value json_text(std::string_view text) { return boost::json::string(text); }
+/// Sets `slot` to the JSON string `text`, in the slot's own storage.
+inline void set_text(boost::json::value& slot, std::string_view text) {
+  slot.emplace_string().assign(text.data(), text.size());
+}
 
 /// Builds the JSON of a call's inputs or outputs as transformers' `_serialize_io` does: leaves
 /// as their Python repr, tensors through the encoder, each named by its place in the call
 /// (`<prefix>_args_0`, `<prefix>_kwargs_<name>`, then `_<index>` or `_<key>` per level).
 class TraceJsonBuilder final : public ArgumentVisitor {
  public:
-  TraceJsonBuilder(std::string prefix, TensorEncoder& encoder)
-      : prefix_(std::move(prefix)), base_size_(prefix_.size()), encoder_(encoder) {}
+  /// The values it builds are in `storage`.
+  TraceJsonBuilder(std::string prefix, TensorEncoder& encoder, boost::json::storage_ptr storage)
+      : prefix_(std::move(prefix)),
+        base_size_(prefix_.size()),
+        encoder_(encoder),
+        root_(storage),
+        positional_(storage),
+        keywords_(storage) {}
 
   /// The one value visited (a call's result).
   boost::json::value take_value() { return std::move(root_); }
   /// `{"args": [...], "kwargs": {...}}`, empty parts dropped unless `keep_empty`.
   boost::json::object take_arguments(bool keep_empty) {
-    boost::json::object out;
+    boost::json::object out(root_.storage());
     if (keep_empty || !positional_.empty()) out["args"] = std::move(positional_);
     if (keep_empty || !keywords_.empty()) out["kwargs"] = std::move(keywords_);
     return out;
@@ -113,17 +124,20 @@ class TraceJsonBuilder final : public ArgumentVisitor {
 
   void none() override { place("None"); }
   void boolean(bool value) override { place(value ? "True" : "False"); }
-  void integer(std::int64_t value) override { place(json_text(std::to_string(value))); }
-  void floating(double value) override { place(json_text(python_repr(value))); }
-  void string(std::string_view value) override { place(json_text(python_repr(value))); }
-  void dtype(c10::ScalarType value) override { place(json_text(python_dtype_repr(value))); }
-  void tensor(const torch::Tensor& value) override { place(encoder_.encode(value, prefix_)); }
+  void integer(std::int64_t value) override { place(std::to_string(value)); }
+  void floating(double value) override { place(python_repr(value)); }
+  void string(std::string_view value) override { place(python_repr(value)); }
+  void dtype(c10::ScalarType value) override { place(python_dtype_repr(value)); }
+  void tensor(const torch::Tensor& value) override {
+    *next_ = encoder_.encode(value, prefix_, next_->storage());
+    next_ = nullptr;
+  }
   void opaque(std::string_view type_name) override {
     // Python's default repr, with the address already sanitised as the debugger does.
-    place(json_text("<" + std::string(type_name) + " object at 0xXXXXXXXX>"));
+    place("<" + std::string(type_name) + " object at 0xXXXXXXXX>");
   }
-  void begin_sequence() override { open(boost::json::array()); }
-  void begin_mapping() override { open(boost::json::object()); }
+  void begin_sequence() override { open(boost::json::kind::array); }
+  void begin_mapping() override { open(boost::json::kind::object); }
   void element(std::size_t index) override {
     name_next(std::to_string(index));
     next_ = &open_.back().container->as_array().emplace_back(nullptr);
@@ -159,14 +173,18 @@ class TraceJsonBuilder final : public ArgumentVisitor {
     prefix_ += '_';
     prefix_ += suffix;
   }
-  void place(boost::json::value value) {
-    *next_ = std::move(value);
+  void place(std::string_view text) {
+    set_text(*next_, text);
     next_ = nullptr;
   }
-  void open(boost::json::value container) {
-    boost::json::value* slot = next_;
-    place(std::move(container));
-    open_.push_back({slot, prefix_.size()});
+  void open(boost::json::kind kind) {
+    if (kind == boost::json::kind::array) {
+      next_->emplace_array();
+    } else {
+      next_->emplace_object();
+    }
+    open_.push_back({next_, prefix_.size()});
+    next_ = nullptr;
   }
 
   std::string prefix_;
@@ -179,23 +197,27 @@ class TraceJsonBuilder final : public ArgumentVisitor {
   std::vector<Open> open_;
 };
 
-/// One module call, as transformers' debugger records it.
+/// One module call, as transformers' debugger records it. Its strings, children and JSON
+/// values live in one forward's arena (forward_memory.hpp).
 struct CallNode {
-  std::string module_path;
+  CallNode(std::string_view path, ForwardArena& memory)
+      : module_path(path, &memory), inputs(memory.json_storage()), children(&memory) {}
+
+  std::pmr::string module_path;
   boost::json::object inputs;
   std::optional<boost::json::value> outputs;  // nullopt: no "outputs" key
-  std::vector<CallNode> children;
+  std::pmr::vector<CallNode> children;
   std::size_t files_before = 0;  // tensor files the forward had written when this call began
 };
 
 inline bool is_layer_block(const CallNode& node) {
   // Python: re.match(r"(.*)\.(\d+)$", path) and a child path containing ".<number>.".
-  const std::string& path = node.module_path;
+  const std::string_view path = node.module_path;
   std::size_t digits = 0;
   while (digits < path.size() && std::isdigit(static_cast<unsigned char>(path[path.size() - 1 - digits]))) ++digits;
   if (digits == 0 || digits == path.size() || path[path.size() - 1 - digits] != '.') return false;
   if (node.children.empty()) return false;
-  const std::string needle = "." + path.substr(path.size() - digits) + ".";
+  const std::string needle = "." + std::string(path.substr(path.size() - digits)) + ".";
   for (const auto& child : node.children) {
     if (child.module_path.find(needle) != std::string::npos) return true;
   }
@@ -210,7 +232,7 @@ inline void prune_intermediate_layers(CallNode& node) {
     if (is_layer_block(node.children[i])) blocks.push_back(i);
   }
   if (blocks.size() > 2) {
-    std::vector<CallNode> kept;
+    std::pmr::vector<CallNode> kept(node.children.get_allocator());
     kept.reserve(node.children.size() - blocks.size() + 2);
     for (std::size_t i = 0; i < node.children.size(); ++i) {
       const bool middle_block = std::find(blocks.begin() + 1, blocks.end() - 1, i) != blocks.end() - 1;
@@ -378,7 +400,7 @@ inline std::pair<float, float> min_max(const float* data, std::int64_t count) {
 inline void add_statistics(boost::json::object& record, const torch::Tensor& tensor) {
   const auto stat = [&](const char* name, auto&& compute) {
     try {
-      record[name] = json_text(compute());
+      set_text(record[name], compute());
     } catch (const c10::Error&) {
       // An empty tensor has no min/max: Python raises there; the trace leaves them out.
     }
@@ -390,15 +412,15 @@ inline void add_statistics(boost::json::object& record, const torch::Tensor& ten
     // LibTorch's mean() of a float CPU tensor is its float sum() divided, in float, by the
     // count (ReduceOps.cpp, mean_out): the same two steps here skip its second operation.
     const float mean = *torch::sum(tensor).data_ptr<float>() / static_cast<float>(count);
-    record["mean"] = json_text(scalar_tensor_repr(mean, torch::kFloat32));
+    set_text(record["mean"], scalar_tensor_repr(mean, torch::kFloat32));
     const double sum = squared_deviations(data, count, mean);
     const double variance = sum / static_cast<double>(std::max<std::int64_t>(0, count - 1));
-    record["std"] = json_text(scalar_tensor_repr(static_cast<float>(std::sqrt(variance)), torch::kFloat32));
+    set_text(record["std"], scalar_tensor_repr(static_cast<float>(std::sqrt(variance)), torch::kFloat32));
     // Where the answer is zero, min()/max() are asked again: which of -0.0 and 0.0 each
     // returns depends on its own order of visits.
     const auto [min_value, max_value] = min_max(data, count);
-    record["min"] = json_text(min_value == 0 ? python_repr(tensor.min()) : scalar_tensor_repr(min_value, torch::kFloat32));
-    record["max"] = json_text(max_value == 0 ? python_repr(tensor.max()) : scalar_tensor_repr(max_value, torch::kFloat32));
+    set_text(record["min"], min_value == 0 ? python_repr(tensor.min()) : scalar_tensor_repr(min_value, torch::kFloat32));
+    set_text(record["max"], max_value == 0 ? python_repr(tensor.max()) : scalar_tensor_repr(max_value, torch::kFloat32));
     return;
   }
   stat("mean", [&] { return python_repr(tensor.mean()); });
@@ -455,12 +477,13 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       return;
     }
     if (at.is_root) --nested_root_calls_;
-    CallNode node = std::move(stack_.back());
-    stack_.pop_back();
+    auto& stack = forward_->stack;
+    CallNode node = std::move(stack.back());
+    stack.pop_back();
     if (at.has_children) {
-      node.outputs = boost::json::value(nullptr);
+      node.outputs.emplace(nullptr, arena_.json_storage());
     } else {
-      TraceJsonBuilder outputs(file_stem(at, node) + "_outputs", *this);
+      TraceJsonBuilder outputs(file_stem(at, node) + "_outputs", *this, arena_.json_storage());
       try {
         result.visit(outputs);
         node.outputs = outputs.take_value();
@@ -469,7 +492,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
         throw;
       }
     }
-    stack_.back().children.push_back(std::move(node));
+    stack.back().children.push_back(std::move(node));
   }
 
   void on_unwind(const Attachment& at) noexcept override {
@@ -479,48 +502,54 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       return;
     }
     if (at.is_root) --nested_root_calls_;
-    if (stack_.empty()) return;
+    auto& stack = forward_->stack;
+    if (stack.empty()) return;
     // The model may catch the exception and go on: the failed call leaves no node and no file.
-    discard_files_from(stack_.back().files_before);
-    stack_.pop_back();
+    discard_files_from(stack.back().files_before);
+    stack.pop_back();
   }
 
   // TensorEncoder
-  boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix) override {
+  boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix, boost::json::storage_ptr storage) override {
     std::optional<TensorFingerprint> identity;
     if (options_.reuse_repeated_tensors && (identity = fingerprint(tensor))) {
       if (const EncodedTensor* seen = find_encoded(*identity)) {
-        boost::json::object record = seen->record;
+        boost::json::object record(seen->record, storage);
         if (options_.use_repr) {
-          record["value"] = print_lines(seen->printed);
+          record["value"] = print_lines(seen->printed, storage);
         } else {
-          record["value"] = json_text(link_or_write(tensor, prefix, seen->file_index));
+          set_text(record["value"], link_or_write(tensor, prefix, seen->file_index));
         }
         return record;
       }
     }
-    boost::json::object record;
-    record["shape"] = json_text(python_shape_repr(tensor.sizes()));
-    record["dtype"] = json_text(python_dtype_repr(tensor.scalar_type()));
+    boost::json::object record(storage);
+    set_text(record["shape"], python_shape_repr(tensor.sizes()));
+    set_text(record["dtype"], python_dtype_repr(tensor.scalar_type()));
     std::string printed;
     if (options_.use_repr) {
       printed = python_repr(tensor);
-      record["value"] = print_lines(printed);
+      record["value"] = print_lines(printed, storage);
     } else {
-      record["value"] = json_text(write_tensor_file(tensor, prefix));
+      set_text(record["value"], write_tensor_file(tensor, prefix));
     }
     const auto type = tensor.scalar_type();
     if (type == torch::kFloat16 || type == torch::kFloat32 || type == torch::kBFloat16) add_statistics(record, tensor);
     if (identity) {
       // Kept with the print as one string, not its lines: one copy instead of one per line.
-      boost::json::object kept;
+      boost::json::object kept(arena_.json_storage());
       kept.reserve(record.size());
       for (const auto& entry : record) {
-        kept.emplace(entry.key(), options_.use_repr && entry.key() == "value" ? boost::json::value() : entry.value());
+        if (options_.use_repr && entry.key() == "value") {
+          kept.emplace(entry.key(), nullptr);
+        } else {
+          kept.emplace(entry.key(), entry.value());
+        }
       }
-      const std::size_t file_index = options_.use_repr ? 0 : written_files_.size() - 1;
+      const std::size_t file_index = options_.use_repr ? 0 : forward_->written_files.size() - 1;
       const c10::StorageImpl* address = identity->address();  // before the move below
-      encoded_.emplace(address, EncodedTensor{std::move(*identity), std::move(kept), std::move(printed), file_index});
+      forward_->encoded.emplace(
+          address, EncodedTensor{std::move(*identity), std::move(kept), std::pmr::string(printed, &arena_), file_index});
     }
     return record;
   }
@@ -536,19 +565,19 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   struct EncodedTensor {
     TensorFingerprint fingerprint;
     boost::json::object record;  // use_repr=true: "value" is null, the lines are in `printed`
-    std::string printed;
-    std::size_t file_index;  // use_repr=false: its file in written_files_
+    std::pmr::string printed;
+    std::size_t file_index;  // use_repr=false: its file in written_files
   };
 
   /// python_print_lines, but each line straight into the JSON array.
-  static boost::json::array print_lines(std::string_view printed) {
-    boost::json::array lines;
+  static boost::json::array print_lines(std::string_view printed, boost::json::storage_ptr storage) {
+    boost::json::array lines(std::move(storage));
     for_each_line(printed, [&](std::string_view line) { lines.emplace_back(line); });
     return lines;
   }
 
   const EncodedTensor* find_encoded(const TensorFingerprint& identity) const {
-    const auto [begin, end] = encoded_.equal_range(identity.address());
+    const auto [begin, end] = forward_->encoded.equal_range(identity.address());
     for (auto it = begin; it != end; ++it) {
       if (it->second.fingerprint.same_as(identity)) return &it->second;
     }
@@ -569,11 +598,11 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       writer.emplace(path);
     }
     detail::write_safetensors(*writer, path, {{"data", tensor}}, {});
-    written_files_.push_back({writer->release(), path, staged.has_value()});
+    add_staged_file(writer->release(), path, staged.has_value());
     return "./" + file_name;
   }
 
-  /// The file for a tensor already written as written_files_[index]: a hard link to that file,
+  /// The file for a tensor already written as written_files[index]: a hard link to that file,
   /// or a copy where the filesystem has no hard links.
   std::string link_or_write(const torch::Tensor& tensor, const std::string& prefix, std::size_t index) {
     if (hard_links_work_) {
@@ -582,8 +611,8 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       const auto in_spares = spares_ ? spares_->claim(file_name) : std::nullopt;
       auto staged = in_spares ? *in_spares : unique_temp_path(path);
       if (in_spares) ::unlink(staged.c_str());  // the spare of a name that is a link this time
-      if (::link(written_files_[index].staged.c_str(), staged.c_str()) == 0) {
-        written_files_.push_back({std::move(staged), std::move(path), in_spares.has_value()});
+      if (::link(forward_->written_files[index].staged.c_str(), staged.c_str()) == 0) {
+        add_staged_file(staged, path, in_spares.has_value());
         return "./" + file_name;
       }
       hard_links_work_ = false;  // EPERM (no hard links on this filesystem), EMLINK, ...
@@ -605,10 +634,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
         spares_.reset();  // out of memory: this forward writes new files, as without spares
       }
     }
-    stack_.clear();
-    encoded_.clear();
-    call_counts_.clear();
-    written_files_.clear();
+    forward_.emplace(arena_);
     nested_root_calls_ = 0;
   }
 
@@ -624,10 +650,8 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       }
       spares_.reset();  // not given back: removed with its directory
     }
-    written_files_.clear();
-    encoded_.clear();
-    stack_.clear();
-    call_counts_.clear();
+    forward_.reset();
+    arena_.rewind();  // nothing the forward allocated there is alive now
     no_grad_.reset();
     owner_.store(std::thread::id());
   }
@@ -635,17 +659,18 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   /// transformers' file stem is the module path; a module called again in the same forward
   /// gets `_call<N>` so that no call's tensors overwrite another's.
   std::string file_stem(const Attachment& at, const CallNode& node) const {
-    const auto found = call_counts_.find(&at);
-    const int call = found == call_counts_.end() ? 1 : found->second;
-    return call <= 1 ? node.module_path : node.module_path + "_call" + std::to_string(call);
+    const auto found = forward_->call_counts.find(&at);
+    const int call = found == forward_->call_counts.end() ? 1 : found->second;
+    std::string stem(node.module_path);
+    if (call > 1) stem += "_call" + std::to_string(call);
+    return stem;
   }
 
   void push(const Attachment& at, const CallArgs& args, bool root) {
-    CallNode node;
-    node.module_path = root ? root_name_ : at.module_path;
-    node.files_before = written_files_.size();
-    ++call_counts_[&at];
-    TraceJsonBuilder inputs(file_stem(at, node) + "_inputs", *this);
+    CallNode node(root ? root_name_ : at.module_path, arena_);
+    node.files_before = forward_->written_files.size();
+    ++forward_->call_counts[&at];
+    TraceJsonBuilder inputs(file_stem(at, node) + "_inputs", *this, arena_.json_storage());
     try {
       args.visit(inputs);
       node.inputs = inputs.take_arguments(/*keep_empty=*/root);
@@ -653,21 +678,23 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       discard_files_from(node.files_before);
       throw;
     }
-    stack_.push_back(std::move(node));
+    forward_->stack.push_back(std::move(node));
   }
 
   /// Removes the staged tensor files written since the forward had written `count`.
   void discard_files_from(std::size_t count) noexcept {
+    if (!forward_) return;
+    auto& files = forward_->written_files;
     std::error_code ignored;
-    for (std::size_t i = count; i < written_files_.size(); ++i) std::filesystem::remove(written_files_[i].staged, ignored);
-    if (count < written_files_.size()) written_files_.resize(count);
-    if (!options_.use_repr) std::erase_if(encoded_, [&](const auto& entry) { return entry.second.file_index >= count; });
+    for (std::size_t i = count; i < files.size(); ++i) std::filesystem::remove(files[i].staged, ignored);
+    if (count < files.size()) files.erase(files.begin() + static_cast<std::ptrdiff_t>(count), files.end());
+    if (!options_.use_repr) std::erase_if(forward_->encoded, [&](const auto& entry) { return entry.second.file_index >= count; });
   }
 
   void finish_forward(const CallResult& result) {
-    CallNode root = std::move(stack_.back());
-    stack_.pop_back();
-    TraceJsonBuilder builder(root_name_ + "_outputs", *this);
+    CallNode root = std::move(forward_->stack.back());
+    forward_->stack.pop_back();
+    TraceJsonBuilder builder(root_name_ + "_outputs", *this, arena_.json_storage());
     result.visit(builder);
     boost::json::value outputs = builder.take_value();
     if (is_truthy(outputs)) root.outputs = std::move(outputs);  // the root drops falsy keys
@@ -679,16 +706,17 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     AtomicFileWriter summary(summary_path());
     write_json_text(summary, root, true);
     if (spares_) spares_->drop_unclaimed();
-    for (const auto& file : written_files_) {
+    for (const auto& file : forward_->written_files) {
       std::error_code ec;
+      const std::filesystem::path staged(file.staged), target(file.target);
       if (file.in_spares) {
-        spares_->placed(file.staged.filename().string(), replace_file_keeping_old(file.staged, file.target, ec));
+        spares_->placed(staged.filename().string(), replace_file_keeping_old(staged, target, ec));
       } else {
-        replace_file(file.staged, file.target, ec);
+        replace_file(staged, target, ec);
       }
-      if (ec) throw Error("tracetorch: cannot write " + file.target.string() + ": " + ec.message());
+      if (ec) throw Error("tracetorch: cannot write " + target.string() + ": " + ec.message());
     }
-    written_files_.clear();  // renamed: nothing left to remove
+    forward_->written_files.clear();  // renamed: nothing left to remove
     full.commit();
     summary.commit();
   }
@@ -714,15 +742,27 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   DebuggerOptions options_;
   std::atomic<std::thread::id> owner_{};
   int nested_root_calls_ = 0;
-  std::vector<CallNode> stack_;
-  std::map<const Attachment*, int> call_counts_;
   struct StagedFile {
-    std::filesystem::path staged;
-    std::filesystem::path target;
+    std::pmr::string staged;
+    std::pmr::string target;
     bool in_spares;  // staged in spares_' directory
   };
-  std::vector<StagedFile> written_files_;
-  std::unordered_multimap<const c10::StorageImpl*, EncodedTensor> encoded_;
+  /// What one forward builds, all of it in arena_ (forward_memory.hpp says why).
+  struct ForwardState {
+    explicit ForwardState(ForwardArena& memory)
+        : stack(&memory), call_counts(&memory), written_files(&memory), encoded(&memory) {}
+    std::pmr::vector<CallNode> stack;
+    std::pmr::map<const Attachment*, int> call_counts;
+    std::pmr::vector<StagedFile> written_files;
+    std::pmr::unordered_multimap<const c10::StorageImpl*, EncodedTensor> encoded;
+  };
+  void add_staged_file(const std::filesystem::path& staged, const std::filesystem::path& target, bool in_spares) {
+    forward_->written_files.push_back(
+        {std::pmr::string(staged.native(), &arena_), std::pmr::string(target.native(), &arena_), in_spares});
+  }
+
+  ForwardArena arena_;  // before forward_: destroyed after it
+  std::optional<ForwardState> forward_;  // between begin_forward and end_forward
   bool hard_links_work_ = true;
   std::unique_ptr<SpareFiles> spares_;  // lent for one forward, with reuse_previous_files
   std::optional<torch::NoGradGuard> no_grad_;

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
-#include <vector>
 
 namespace tracetorch::detail {
 
@@ -50,7 +49,10 @@ struct TensorFingerprint {
   /// keeping the tensor's memory.
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   std::int64_t storage_offset = 0;
-  std::vector<std::int64_t> sizes;  // contiguous, so the strides follow from the sizes
+  // Contiguous, so the strides follow from the sizes. Inline for up to 6 dimensions: a
+  // fingerprint lives until the forward returns, and heap memory held that long is what
+  // forward_memory.hpp keeps out of malloc's heap.
+  c10::SmallVector<std::int64_t, 6> sizes;
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   bool negative = false;
   bool conjugate = false;

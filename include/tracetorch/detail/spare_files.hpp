@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -54,15 +55,16 @@ class SpareFiles {
   /// to be written over; nullopt where the name is taken already in this forward (two stems may
   /// escape to one name), and the caller stages beside the target instead.
   std::optional<std::filesystem::path> claim(const std::string& file_name) {
-    if (!claimed_.insert(file_name).second) return std::nullopt;
-    spares_.erase(file_name);
+    const std::pmr::string name(file_name, &names_memory_);
+    if (!claimed_.insert(name).second) return std::nullopt;
+    spares_.erase(name);
     return directory_ / file_name;
   }
 
   /// The staged file `file_name` took its target's name; `kept_old` (replace_file_keeping_old's
   /// answer): the replaced file now sits at the staged path, a spare for the next trace.
   void placed(const std::string& file_name, bool kept_old) {
-    if (kept_old) spares_.insert(file_name);
+    if (kept_old) spares_.emplace(file_name);
   }
 
   /// Removes the spares this forward did not claim (their names are not in the new trace), then
@@ -84,8 +86,11 @@ class SpareFiles {
   std::filesystem::path directory_;
   pid_t owner_;
   bool made_ = false;
-  std::unordered_set<std::string> spares_;
-  std::unordered_set<std::string> claimed_;
+  // The names' memory is pooled and kept: claims live until the forward returns, and heap
+  // memory held that long is what forward_memory.hpp keeps out of malloc's heap.
+  std::pmr::unsynchronized_pool_resource names_memory_;
+  std::pmr::unordered_set<std::pmr::string> spares_{&names_memory_};
+  std::pmr::unordered_set<std::pmr::string> claimed_{&names_memory_};
 };
 
 /// The process's spares, one set per debug_path, lent to one forward at a time: two traces into
