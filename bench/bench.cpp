@@ -3,7 +3,7 @@
 // median of the repeats reported. See docs/performance.md.
 //
 //   tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]
-//                    [--modes abcde] [--reuse-repeated-tensors on|off]
+//                    [--modes abcdef] [--reuse-repeated-tensors on|off]
 //                    [--reuse-previous-files on|off] [--tiny-config PATH]
 
 #include <llama/llama.hpp>
@@ -26,6 +26,8 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <numeric>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -46,7 +48,7 @@ struct Args {
   fs::path out = "tracetorch-bench";
   std::int64_t disk_mb = 512;
   fs::path tiny_config = TRACETORCH_BENCH_TINY_CONFIG;
-  std::string modes = "abcde";  // which modes to time (a is always run: it is the baseline)
+  std::string modes = "abcdef";  // which modes to time (a is always run: it is the baseline)
   bool reuse_repeated_tensors = true;
   bool reuse_previous_files = true;
 };
@@ -54,7 +56,7 @@ struct Args {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "tracetorch_bench: " << why
             << "\nusage: tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]"
-               " [--modes abcde] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--tiny-config PATH]\n";
+               " [--modes abcdef] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--tiny-config PATH]\n";
   std::exit(2);
 }
 
@@ -219,19 +221,21 @@ void share_weights(torch::nn::Module& from, torch::nn::Module& to) {
   }
 }
 
-enum Mode { kPlain, kAnnotated, kCapture, kDebugRepr, kDebugFiles, kModes };
+enum Mode { kPlain, kAnnotated, kCapture, kDebugRepr, kDebugFiles, kPlainAgain, kModes };
 const char* const kModeNames[kModes] = {
     "(a) plain LibTorch", "(b) annotated, no trace", "(c) capture hidden_states+attentions",
-    "(d) debugger use_repr=true", "(e) debugger use_repr=false"};
+    "(d) debugger use_repr=true", "(e) debugger use_repr=false", "(f) plain LibTorch again: noise floor"};
 
 struct Result {
   std::vector<double> times[kModes];
   DirectoryBytes files_bytes;
   int calls_per_sample = 1;
+  int repeats = 0;
   double peak_rss_mib[kModes] = {};
   double rss_before_mib[kModes] = {};
   std::vector<double> page_faults[kModes];  // minor page faults per forward, per sample
   std::vector<double> cpu_seconds[kModes];  // user + system time of all threads per forward
+  std::vector<double> sync_seconds[kModes];  // syncfs after each sample (all its calls)
 };
 
 /// The debugger's writing speed in (e), in MB/s of data written (hard links excluded): over the
@@ -251,6 +255,14 @@ WriteRates write_rates(const Result& result) {
   rates.over_forward = mb / traced;
   rates.over_added = added > 0 ? mb / added : 0.0;
   return rates;
+}
+
+/// Writes the dirty pages of the filesystem holding `dir` back to the disk (syncfs).
+void sync_filesystem(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) throw std::runtime_error("cannot open " + dir.string());
+  ::syncfs(fd);
+  ::close(fd);
 }
 
 /// What getrusage says of this process so far: CPU time (user + system, all threads) and minor
@@ -291,7 +303,8 @@ Result run_config(const NamedConfig& named, const Args& args) {
   Result result;
   const auto run = [&](Mode mode) {
     switch (mode) {
-      case kPlain: (void)plain->forward(input_ids); break;
+      case kPlain:
+      case kPlainAgain: (void)plain->forward(input_ids); break;
       case kAnnotated: (void)model(input_ids); break;
       case kCapture: {
         const auto out = model(input_ids, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
@@ -324,12 +337,19 @@ Result run_config(const NamedConfig& named, const Args& args) {
   const int calls_per_sample = static_cast<int>(std::clamp(0.05 / seconds_since(start_warm), 1.0, 50.0));
   for (int m = 0; m < kModes; ++m) if (selected(m)) run(static_cast<Mode>(m));  // warm-up, not counted
   result.calls_per_sample = calls_per_sample;
-  for (int r = 0; r < args.repeats; ++r) {
-    std::cerr << "[" << named.name << "] repeat " << (r + 1) << "/" << args.repeats << " (load " << load_average() << ")\n";
-    // Each repeat starts one mode later, so that no mode always follows (e), whose file
-    // writeback runs in the background on the machine's other core.
-    for (int step = 0; step < kModes; ++step) {
-      const int m = (r + step) % kModes;
+  // Samples of a fast forward are short and cheap: five times as many, for the same precision.
+  const int repeats = calls_per_sample > 1 ? 5 * args.repeats : args.repeats;
+  result.repeats = repeats;
+  // Each repeat times the modes in a new random order (the same for every run): in a fixed
+  // order, rotated or not, each mode follows the same one, and the mode after (e) ran 3-6%
+  // slower (the plain model against itself, (f), measured 1.03-1.06).
+  std::mt19937 shuffler(0);
+  std::vector<int> order(kModes);
+  std::iota(order.begin(), order.end(), 0);
+  for (int r = 0; r < repeats; ++r) {
+    std::cerr << "[" << named.name << "] repeat " << (r + 1) << "/" << repeats << " (load " << load_average() << ")\n";
+    std::shuffle(order.begin(), order.end(), shuffler);
+    for (const int m : order) {
       if (!selected(m)) continue;
       const Usage before = usage_so_far();
       const auto start = std::chrono::steady_clock::now();
@@ -338,6 +358,11 @@ Result run_config(const NamedConfig& named, const Args& args) {
       const Usage after = usage_so_far();
       result.cpu_seconds[m].push_back((after.cpu_seconds - before.cpu_seconds) / calls_per_sample);
       result.page_faults[m].push_back(static_cast<double>(after.page_faults - before.page_faults) / calls_per_sample);
+      // The files' writeback, untimed, so that it lands on no other mode's sample; its time
+      // is reported with (e).
+      const auto sync_start = std::chrono::steady_clock::now();
+      sync_filesystem(args.out);
+      result.sync_seconds[m].push_back(seconds_since(sync_start));
     }
   }
   if (fs::exists(files_dir)) result.files_bytes = bytes_under(files_dir);
@@ -383,6 +408,12 @@ void print_targets(const std::vector<std::pair<std::string, Result>>& results, d
     }
   }
   for (const auto& [name, result] : results) {
+    if (result.times[kPlainAgain].empty()) continue;
+    std::cout << "  " << std::left << std::setw(8) << name << std::setw(38) << "noise floor: (f), the plain model again"
+              << std::right << "         " << std::setprecision(3)
+              << median(result.times[kPlainAgain]) / median(result.times[kPlain]) << "\n";
+  }
+  for (const auto& [name, result] : results) {
     if (name != "seed004" || result.times[kDebugFiles].empty() || disk_mbps <= 0) continue;
     const auto rates = write_rates(result);
     std::cout << "  " << std::left << std::setw(8) << name << std::setw(38) << "(e) writing, over the time tracing adds"
@@ -421,7 +452,7 @@ int main(int argc, char** argv) try {
 
   std::cout << "tracetorch_bench: " << cpu_model() << ", " << ::sysconf(_SC_NPROCESSORS_ONLN) << " CPUs online, "
             << "torch threads " << torch::get_num_threads() << " (interop " << torch::get_num_interop_threads() << "), "
-            << args.repeats << " repeats, batch 4 x seq 30\n";
+            << "--repeats " << args.repeats << " (five times that for a forward under 50 ms), batch 4 x seq 30\n";
   std::cout << "load average (1/5/15 min): " << load_start << " at start, " << load_end << " at end\n";
   std::cout << "disk sequential write (" << args.disk_mb << " MiB + fsync, median of 3, " << fs::absolute(args.out).string()
             << "): " << std::fixed << std::setprecision(0) << disk_mbps << " MB/s\n\n";
@@ -434,7 +465,11 @@ int main(int argc, char** argv) try {
       const double med = median(result.times[m]);
       std::ostringstream notes;
       notes << std::fixed << std::setprecision(0);
-      if (m == kPlain && result.calls_per_sample > 1) notes << result.calls_per_sample << " calls per sample; ";
+      if (m == kPlain) {
+        notes << result.repeats << " repeats";
+        if (result.calls_per_sample > 1) notes << " of " << result.calls_per_sample << " calls";
+        notes << "; ";
+      }
       if (m == kDebugFiles) {
         const double all_mb = static_cast<double>(result.files_bytes.all) / 1e6;
         const double written_mb = static_cast<double>(result.files_bytes.distinct) / 1e6;
@@ -444,7 +479,7 @@ int main(int argc, char** argv) try {
         if (disk_mbps > 0) notes << " (" << 100.0 * rates.over_forward / disk_mbps << "% of disk)";
         notes << ", " << rates.over_added << " MB/s over the time tracing adds";
         if (disk_mbps > 0) notes << " (" << 100.0 * rates.over_added / disk_mbps << "% of disk)";
-        notes << "; ";
+        notes << "; untimed syncfs after each sample " << std::setprecision(2) << median(result.sync_seconds[m]) << " s; ";
       }
       notes << median(result.page_faults[m]) << " page faults, " << std::setprecision(3) << median(result.cpu_seconds[m])
             << " CPU s; " << std::setprecision(0);

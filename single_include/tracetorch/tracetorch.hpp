@@ -1788,7 +1788,7 @@ class ArenaBlocks {
   Block take(std::size_t size) {
     {
       std::lock_guard lock(mutex_);
-      // The most recently given back first: its pages are the likeliest still mapped warm.
+      // The most recently given back first: its memory is the likeliest still in the CPU caches.
       for (auto it = idle_.rbegin(); it != idle_.rend(); ++it) {
         if (it->size < size) continue;
         const Block block = *it;
