@@ -663,6 +663,10 @@ DOCTEST_TEST_CASE("forward memory: the arena reuses its blocks after rewind and 
     const std::size_t capacity = arena.capacity();
     DOCTEST_CHECK(capacity >= (3u << 20));
     arena.rewind();
+#ifdef TRACETORCH_DETAIL_ASAN
+    // A use after the rewind would be reported.
+    for (const auto& [p, size] : first) DOCTEST_CHECK(__asan_address_is_poisoned(p));
+#endif
     DOCTEST_CHECK(take_all(arena) == first);  // the same memory, handed out again
     DOCTEST_CHECK(arena.capacity() == capacity);
   }

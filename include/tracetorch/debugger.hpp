@@ -23,8 +23,8 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <memory_resource>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <string>

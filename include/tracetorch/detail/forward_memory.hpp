@@ -11,6 +11,17 @@
 
 #include <sys/mman.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TRACETORCH_DETAIL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRACETORCH_DETAIL_ASAN 1
+#endif
+#endif
+#ifdef TRACETORCH_DETAIL_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include <boost/json/memory_resource.hpp>
 #include <boost/json/storage_ptr.hpp>
 
@@ -23,6 +34,23 @@
 #include <vector>
 
 namespace tracetorch::detail {
+
+/// Under AddressSanitizer, arena memory not handed out (or taken back by a rewind) is poisoned, so
+/// that a use of trace memory after its forward ended is reported as one.
+inline void arena_poison(const void* data, std::size_t size) noexcept {
+#ifdef TRACETORCH_DETAIL_ASAN
+  __asan_poison_memory_region(data, size);
+#else
+  (void)data, (void)size;
+#endif
+}
+inline void arena_unpoison(const void* data, std::size_t size) noexcept {
+#ifdef TRACETORCH_DETAIL_ASAN
+  __asan_unpoison_memory_region(data, size);
+#else
+  (void)data, (void)size;
+#endif
+}
 
 /// Mapped memory, in blocks shared by the process's forward arenas, so that a forward in a new
 /// debugger scope finds pages the last one used (a page touched for the first time costs a
@@ -58,6 +86,7 @@ class ArenaBlocks {
     const std::size_t rounded = (std::max(size, kBlockSize) + kBlockSize - 1) / kBlockSize * kBlockSize;
     void* data = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (data == MAP_FAILED) throw std::bad_alloc();
+    arena_poison(data, rounded);
     return {static_cast<std::byte*>(data), rounded};
   }
 
@@ -73,6 +102,7 @@ class ArenaBlocks {
         }
       }
     }
+    arena_unpoison(block.data, block.size);
     ::munmap(block.data, block.size);
   }
 
@@ -113,11 +143,15 @@ class ForwardArena final : public std::pmr::memory_resource {
   ForwardArena(const ForwardArena&) = delete;
   ForwardArena& operator=(const ForwardArena&) = delete;
   ~ForwardArena() override {
-    for (const auto& block : blocks_) ArenaBlocks::instance().give_back(block);
+    for (const auto& block : blocks_) {
+      arena_poison(block.data, block.size);
+      ArenaBlocks::instance().give_back(block);
+    }
   }
 
   /// Everything handed out becomes free; call it once nothing allocated here is alive.
   void rewind() noexcept {
+    for (const auto& block : blocks_) arena_poison(block.data, block.size);
     current_ = 0;
     used_ = 0;
   }
@@ -140,6 +174,7 @@ class ForwardArena final : public std::pmr::memory_resource {
         const std::size_t offset = (used_ + alignment - 1) & ~(alignment - 1);
         if (offset <= block.size && bytes <= block.size - offset) {
           used_ = offset + bytes;
+          arena_unpoison(block.data + offset, bytes);
           return block.data + offset;
         }
         if (current_ + 1 < blocks_.size()) {  // the rest of this block stays unused
