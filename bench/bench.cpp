@@ -3,7 +3,7 @@
 // median of the repeats reported. See docs/performance.md.
 //
 //   tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]
-//                    [--modes abcdef] [--reuse-repeated-tensors on|off]
+//                    [--modes abcdefg] [--reuse-repeated-tensors on|off]
 //                    [--reuse-previous-files on|off] [--tiny-config PATH]
 
 #include <llama/llama.hpp>
@@ -48,7 +48,7 @@ struct Args {
   fs::path out = "tracetorch-bench";
   std::int64_t disk_mb = 512;
   fs::path tiny_config = TRACETORCH_BENCH_TINY_CONFIG;
-  std::string modes = "abcdef";  // which modes to time (a is always run: it is the baseline)
+  std::string modes = "abcdefg";  // which modes to time (a is always run: it is the baseline)
   bool reuse_repeated_tensors = true;
   bool reuse_previous_files = true;
 };
@@ -56,7 +56,7 @@ struct Args {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "tracetorch_bench: " << why
             << "\nusage: tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]"
-               " [--modes abcdef] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--tiny-config PATH]\n";
+               " [--modes abcdefg] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--tiny-config PATH]\n";
   std::exit(2);
 }
 
@@ -221,10 +221,11 @@ void share_weights(torch::nn::Module& from, torch::nn::Module& to) {
   }
 }
 
-enum Mode { kPlain, kAnnotated, kCapture, kDebugRepr, kDebugFiles, kPlainAgain, kModes };
+enum Mode { kPlain, kAnnotated, kCapture, kDebugRepr, kDebugFiles, kPlainAgain, kPlainCollecting, kModes };
 const char* const kModeNames[kModes] = {
     "(a) plain LibTorch", "(b) annotated, no trace", "(c) capture hidden_states+attentions",
-    "(d) debugger use_repr=true", "(e) debugger use_repr=false", "(f) plain LibTorch again: noise floor"};
+    "(d) debugger use_repr=true", "(e) debugger use_repr=false", "(f) plain LibTorch again: noise floor",
+    "(g) plain LibTorch, same outputs by hand"};
 
 struct Result {
   std::vector<double> times[kModes];
@@ -295,6 +296,22 @@ Result run_config(const NamedConfig& named, const Args& args) {
   if (!torch::equal(plain_out, annotated_out)) {
     throw std::runtime_error(named.name + ": the plain and annotated models give different outputs");
   }
+  // (g) must return what (c) returns, or comparing them says nothing.
+  {
+    std::vector<torch::Tensor> hidden, attentions;
+    (void)plain->forward_collecting(input_ids, hidden, attentions);
+    const auto captured = model(input_ids, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
+    const auto same = [](const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!torch::equal(a[i], b[i])) return false;
+      }
+      return true;
+    };
+    if (!same(hidden, captured.hidden_states.value()) || !same(attentions, captured.attentions.value())) {
+      throw std::runtime_error(named.name + ": collecting by hand gives other tensors than capture");
+    }
+  }
 
   const fs::path repr_dir = args.out / (named.name + "_repr");
   const fs::path files_dir = args.out / (named.name + "_safetensors");
@@ -305,6 +322,11 @@ Result run_config(const NamedConfig& named, const Args& args) {
     switch (mode) {
       case kPlain:
       case kPlainAgain: (void)plain->forward(input_ids); break;
+      case kPlainCollecting: {
+        std::vector<torch::Tensor> hidden, attentions;
+        (void)plain->forward_collecting(input_ids, hidden, attentions);
+        break;
+      }
       case kAnnotated: (void)model(input_ids); break;
       case kCapture: {
         const auto out = model(input_ids, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
@@ -406,6 +428,13 @@ void print_targets(const std::vector<std::pair<std::string, Result>>& results, d
                 << " <= " << std::setprecision(2) << target.at_most << ": " << std::setprecision(3) << ratio << "  "
                 << verdict(ratio <= target.at_most) << "\n";
     }
+  }
+  for (const auto& [name, result] : results) {
+    if (result.times[kPlainCollecting].empty() || result.times[kCapture].empty()) continue;
+    std::cout << "  " << std::left << std::setw(8) << name << std::setw(38) << "capture's own cost: (c) over (g)" << std::right
+              << "         " << std::setprecision(3)
+              << median(result.times[kCapture]) / median(result.times[kPlainCollecting]) << "  ((g) over (a): "
+              << median(result.times[kPlainCollecting]) / median(result.times[kPlain]) << ")\n";
   }
   for (const auto& [name, result] : results) {
     if (result.times[kPlainAgain].empty()) continue;

@@ -98,10 +98,12 @@ DecoderLayerImpl::DecoderLayerImpl(const Config& c) {
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& hidden_states, const PositionEmbeddings& position_embeddings,
-                                        const torch::Tensor& attention_mask) {
+                                        const torch::Tensor& attention_mask, torch::Tensor* attention_weights) {
   auto residual = hidden_states;
   auto h = input_layernorm(hidden_states);
-  h = std::get<0>(self_attn(h, position_embeddings, attention_mask));
+  auto [attn_output, weights] = self_attn(h, position_embeddings, attention_mask);
+  if (attention_weights != nullptr) *attention_weights = std::move(weights);
+  h = std::move(attn_output);
   h = residual + h;
   residual = h;
   h = post_attention_layernorm(h);
@@ -118,6 +120,16 @@ ModelImpl::ModelImpl(const Config& c) {
 }
 
 torch::Tensor ModelImpl::forward(const torch::Tensor& input_ids) {
+  return run(input_ids, nullptr, nullptr);
+}
+
+torch::Tensor ModelImpl::forward_collecting(const torch::Tensor& input_ids, std::vector<torch::Tensor>& hidden_states,
+                                            std::vector<torch::Tensor>& attentions) {
+  return run(input_ids, &hidden_states, &attentions);
+}
+
+torch::Tensor ModelImpl::run(const torch::Tensor& input_ids, std::vector<torch::Tensor>* all_hidden,
+                             std::vector<torch::Tensor>* all_attentions) {
   const auto bsz = input_ids.size(0);
   const auto seq = input_ids.size(1);
   auto hidden_states = embed_tokens(input_ids);
@@ -127,8 +139,16 @@ torch::Tensor ModelImpl::forward(const torch::Tensor& input_ids) {
                         .unsqueeze(0)
                         .unsqueeze(0);
   const auto position_embeddings = rotary_emb(hidden_states, position_ids);
-  for (const auto& layer : *layers) hidden_states = layer->as<DecoderLayer>()->forward(hidden_states, position_embeddings, mask);
-  return norm(hidden_states);
+  for (const auto& layer : *layers) {
+    if (all_hidden != nullptr) all_hidden->push_back(hidden_states);
+    torch::Tensor weights;
+    hidden_states = layer->as<DecoderLayer>()->forward(hidden_states, position_embeddings, mask,
+                                                       all_attentions != nullptr ? &weights : nullptr);
+    if (all_attentions != nullptr) all_attentions->push_back(std::move(weights));
+  }
+  auto last = norm(hidden_states);
+  if (all_hidden != nullptr) all_hidden->push_back(last);
+  return last;
 }
 
 }  // namespace plain_llama

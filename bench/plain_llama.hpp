@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <tuple>
+#include <vector>
 
 namespace plain_llama {
 
@@ -60,8 +61,9 @@ TORCH_MODULE(Attention);
 
 struct DecoderLayerImpl : torch::nn::Module {
   explicit DecoderLayerImpl(const Config& config);
+  /// The layer's output; its attention weights go to `attention_weights` where given.
   torch::Tensor forward(const torch::Tensor& hidden_states, const PositionEmbeddings& position_embeddings,
-                        const torch::Tensor& attention_mask);
+                        const torch::Tensor& attention_mask, torch::Tensor* attention_weights = nullptr);
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -72,10 +74,20 @@ struct ModelImpl : torch::nn::Module {
   explicit ModelImpl(const Config& config);
   /// last_hidden_state [batch, seq, hidden].
   torch::Tensor forward(const torch::Tensor& input_ids);
+  /// last_hidden_state, with the hidden states and attention maps collected by hand, as a port
+  /// without tracetorch would return them: what transformers' output_hidden_states and
+  /// output_attentions give (the embedding output, each layer's output with the last one
+  /// replaced by the normed one; each layer's attention weights).
+  torch::Tensor forward_collecting(const torch::Tensor& input_ids, std::vector<torch::Tensor>& hidden_states,
+                                   std::vector<torch::Tensor>& attentions);
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
   RMSNorm norm{nullptr};
   RotaryEmbedding rotary_emb{nullptr};
+
+ private:
+  torch::Tensor run(const torch::Tensor& input_ids, std::vector<torch::Tensor>* all_hidden,
+                    std::vector<torch::Tensor>* all_attentions);
 };
 TORCH_MODULE(Model);
 
