@@ -18,27 +18,31 @@ printf '#include <torch/torch.h>\n' > "$work/torch_only.cpp"
 printf '#include <torch/torch.h>\n#include <tracetorch/tracetorch.hpp>\n' > "$work/torch_and_tracetorch.cpp"
 printf '#include <torch/torch.h>\n#include <tracetorch/capture.hpp>\n#include <tracetorch/module.hpp>\n#include <tracetorch/nn.hpp>\n' > "$work/torch_and_model_headers.cpp"
 
-median_seconds() {  # median wall time of $runs compilations of $1
-  local times=()
-  for _ in $(seq "$runs"); do
-    local start end
+# Interleaved: each round compiles every translation unit once, so that the machine's drift
+# (a shared VM) spreads over all of them instead of landing on whichever is timed last.
+names=(plain annotated disabled torch_only with_tracetorch with_model_headers)
+sources=("$root/bench/plain_llama.cpp" "$root/examples/llama/llama.cpp" "$root/examples/llama/llama.cpp"
+         "$work/torch_only.cpp" "$work/torch_and_tracetorch.cpp" "$work/torch_and_model_headers.cpp")
+extra=("" "" "-DTRACETORCH_DISABLE" "" "" "")
+declare -A times
+echo "compiler: $("$cxx" --version | head -1); $runs runs each, interleaved; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for _ in $(seq "$runs"); do
+  for i in "${!names[@]}"; do
     start=$(date +%s.%N)
-    "$cxx" "${flags[@]}" -c "$1" -o "$work/out.o"
+    "$cxx" "${flags[@]}" ${extra[$i]} -c "${sources[$i]}" -o "$work/out.o"
     end=$(date +%s.%N)
-    times+=("$(echo "$end - $start" | bc -l)")
+    times[${names[$i]}]+="$(echo "$end - $start" | bc -l) "
   done
-  printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
+done
+median() {  # median of the times recorded for $1
+  printf '%s\n' ${times[$1]} | sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
 }
-
-echo "compiler: $("$cxx" --version | head -1); $runs runs each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-plain=$(median_seconds "$root/bench/plain_llama.cpp")
-annotated=$(median_seconds "$root/examples/llama/llama.cpp")
-flags+=(-DTRACETORCH_DISABLE)
-disabled=$(median_seconds "$root/examples/llama/llama.cpp")
-unset 'flags[-1]'
-torch_only=$(median_seconds "$work/torch_only.cpp")
-with_tracetorch=$(median_seconds "$work/torch_and_tracetorch.cpp")
-with_model_headers=$(median_seconds "$work/torch_and_model_headers.cpp")
+plain=$(median plain)
+annotated=$(median annotated)
+disabled=$(median disabled)
+torch_only=$(median torch_only)
+with_tracetorch=$(median with_tracetorch)
+with_model_headers=$(median with_model_headers)
 printf '| translation unit | median s | ratio |\n| --- | --- | --- |\n'
 printf '| <torch/torch.h> alone | %.2f | 1.00 |\n' "$torch_only"
 printf '| <torch/torch.h> + <tracetorch/tracetorch.hpp> | %.2f | %.3f |\n' "$with_tracetorch" "$(echo "$with_tracetorch / $torch_only" | bc -l)"
