@@ -49,6 +49,19 @@ struct OverloadedImpl : torch::nn::Module {
 };
 TRACEABLE(Overloaded);
 
+// Cloneable, as LibTorch requires for clone(): submodules registered in reset().
+struct CloneableMlpImpl : torch::nn::Cloneable<CloneableMlpImpl> {
+  CloneableMlpImpl() { reset(); }
+  void reset() override {
+    fc = register_module("fc", tracetorch::nn::Linear(4, 4));
+    act = register_module("act", tracetorch::nn::Tanh());
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return act(fc(x)); }
+  tracetorch::nn::Linear fc{nullptr};
+  tracetorch::nn::Tanh act{nullptr};
+};
+TRACEABLE(CloneableMlp);
+
 std::vector<std::string> paths_of(const boost::json::value& node) {
   std::vector<std::string> out{std::string(node.at("module_path").as_string())};
   if (const auto* children = node.as_object().if_contains("children")) {
@@ -131,6 +144,43 @@ DOCTEST_TEST_CASE("holder calls, ->forward, Sequential elements and ModuleList l
   const auto& list_call = summary.at("children").as_array().at(1);
   DOCTEST_CHECK(list_call.at("inputs").at("args").as_array().size() == 2);
   DOCTEST_CHECK(list_call.at("inputs").at("args").at(1) == "0.0");
+}
+
+DOCTEST_TEST_CASE("a clone of a traced module is traced, fits its holder and has its own parameters") {
+  CloneableMlp original;
+  CloneableMlp copy(std::dynamic_pointer_cast<CloneableMlp::ContainedType>(original->clone()));
+  DOCTEST_REQUIRE_FALSE(copy.is_empty());
+  DOCTEST_CHECK(torch::equal(copy->fc->weight, original->fc->weight));
+  DOCTEST_CHECK_FALSE(copy->fc->weight.is_same(original->fc->weight));
+  const auto x = torch::randn({2, 4});
+  DOCTEST_CHECK(torch::equal(copy(x), original(x)));
+
+  tracetorch_test::TempDir dir;
+  {
+    auto guard = tracetorch::model_addition_debugger(copy, {.debug_path = dir.path(), .do_prune_layers = false});
+    DOCTEST_CHECK(guard.untraced_modules().empty());
+    copy(x);
+  }
+  const auto summary = tracetorch_test::read_json(dir / "CloneableMlp_debug_tree_SUMMARY.json");
+  DOCTEST_CHECK(paths_of(summary) == std::vector<std::string>{"CloneableMlp", "CloneableMlp.fc", "CloneableMlp.act"});
+
+  // Sequential clones its elements through their own clone(): they stay traced too.
+  tracetorch::nn::Sequential seq(tracetorch::nn::Linear(4, 4), tracetorch::nn::Tanh());
+  tracetorch::nn::Sequential seq_copy(std::dynamic_pointer_cast<tracetorch::nn::Sequential::ContainedType>(seq->clone()));
+  DOCTEST_REQUIRE_FALSE(seq_copy.is_empty());
+  DOCTEST_CHECK(torch::equal(seq_copy->forward(x), seq->forward(x)));
+  tracetorch_test::TempDir seq_dir;
+  {
+    auto guard = tracetorch::model_addition_debugger(seq_copy, {.debug_path = seq_dir.path(), .do_prune_layers = false});
+    DOCTEST_CHECK(guard.untraced_modules().empty());
+    seq_copy->forward(x);
+  }
+  DOCTEST_CHECK(paths_of(tracetorch_test::read_json(seq_dir / "Sequential_debug_tree_SUMMARY.json")) ==
+                std::vector<std::string>{"Sequential", "Sequential.0", "Sequential.1"});
+
+  // A module that is not Cloneable keeps LibTorch's error.
+  Block block;
+  DOCTEST_CHECK_THROWS_WITH_AS(block->clone(), doctest::Contains("clone() has not been implemented"), c10::Error);
 }
 
 DOCTEST_TEST_CASE("a call through the Impl type is not traced (documented)") {

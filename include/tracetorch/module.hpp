@@ -47,6 +47,21 @@ struct forward_pointer<Impl> {
   using type = decltype(&Impl::forward);
 };
 
+/// `Cloneable<Impl>::clone` makes a plain `Impl`: the deep copy of a traced module is wrapped
+/// again, so that it stays traced and fits its holder. Submodules need nothing: a clone re-creates
+/// them through `reset()` and assigns their state. An `Impl` that is not `Cloneable` keeps
+/// LibTorch's "clone() has not been implemented" error.
+template <class TracedType>
+std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c10::optional<torch::Device>& device) {
+  using Impl = typename TracedType::ImplType;
+  std::shared_ptr<torch::nn::Module> copy = self.Impl::clone(device);
+  if constexpr (std::is_base_of_v<torch::nn::Cloneable<Impl>, Impl>) {
+    return std::make_shared<TracedType>(dynamic_cast<const Impl&>(*copy));  // Module is a virtual base
+  } else {
+    return copy;  // not reached: Module::clone throws
+  }
+}
+
 // The body of every traced entry point: one acquire load and one branch when nothing is
 // attached; otherwise the observers see the call (detail/call.hpp).
 #ifndef TRACETORCH_DISABLE
@@ -67,6 +82,8 @@ class Traced : public Impl, public TracedModuleBase {
  public:
   using Impl::Impl;
   Traced() = default;
+  // Module is a virtual base of Cloneable<Impl>: the most derived class copies it, not Impl.
+  explicit Traced(const Impl& copy) : torch::nn::Module(copy), Impl(copy) {}
 
   template <class... A>
   decltype(auto) forward(A&&... args) {
@@ -78,6 +95,9 @@ class Traced : public Impl, public TracedModuleBase {
     return forward(std::forward<A>(args)...);
   }
   std::string_view traced_name() const noexcept override { return Name.view(); }
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_traced(*this, device);
+  }
   static constexpr std::string_view registered_name = Name.view();
   using ImplType = Impl;
 };
@@ -91,6 +111,7 @@ class Traced : public Impl, public TracedModuleBase {
    public:                                                                                        \
     using Impl::Impl;                                                                             \
     Traced() = default;                                                                           \
+    explicit Traced(const Impl& copy) : torch::nn::Module(copy), Impl(copy) {}                    \
                                                                                                   \
     R forward(A... args) QUALIFIERS { TRACETORCH_DETAIL_FORWARD_BODY(A, args); }                  \
     template <class... Given>                                                                     \
@@ -98,6 +119,10 @@ class Traced : public Impl, public TracedModuleBase {
       TRACETORCH_DETAIL_FORWARD_BODY(Given, given);                                               \
     }                                                                                             \
     std::string_view traced_name() const noexcept override { return Name.view(); }               \
+    std::shared_ptr<torch::nn::Module> clone(                                                     \
+        const c10::optional<torch::Device>& device = c10::nullopt) const override {               \
+      return clone_traced(*this, device);                                                         \
+    }                                                                                             \
     static constexpr std::string_view registered_name = Name.view();                             \
     using ImplType = Impl;                                                                        \
   }
