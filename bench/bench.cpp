@@ -292,7 +292,7 @@ Result run_config(const NamedConfig& named, const Args& args) {
   const auto input_ids = torch::randint(named.config.vocab_size, {4, 30}, torch::kLong);
 
   const auto plain_out = plain->forward(input_ids);
-  const auto annotated_out = model(input_ids).last_hidden_state;
+  const auto annotated_out = model({.input_ids = input_ids}).last_hidden_state;
   if (!torch::equal(plain_out, annotated_out)) {
     throw std::runtime_error(named.name + ": the plain and annotated models give different outputs");
   }
@@ -300,7 +300,7 @@ Result run_config(const NamedConfig& named, const Args& args) {
   {
     std::vector<torch::Tensor> hidden, attentions;
     (void)plain->forward_collecting(input_ids, hidden, attentions);
-    const auto captured = model(input_ids, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
+    const auto captured = model({.input_ids = input_ids}, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
     const auto same = [](const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
       if (a.size() != b.size()) return false;
       for (std::size_t i = 0; i < a.size(); ++i) {
@@ -327,9 +327,9 @@ Result run_config(const NamedConfig& named, const Args& args) {
         (void)plain->forward_collecting(input_ids, hidden, attentions);
         break;
       }
-      case kAnnotated: (void)model(input_ids); break;
+      case kAnnotated: (void)model({.input_ids = input_ids}); break;
       case kCapture: {
-        const auto out = model(input_ids, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
+        const auto out = model({.input_ids = input_ids}, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
         if (!out.hidden_states || out.hidden_states->size() != static_cast<std::size_t>(named.config.num_hidden_layers + 1) ||
             !out.attentions || out.attentions->size() != static_cast<std::size_t>(named.config.num_hidden_layers)) {
           throw std::runtime_error(named.name + ": capture returned the wrong number of tensors");
@@ -339,14 +339,14 @@ Result run_config(const NamedConfig& named, const Args& args) {
       case kDebugRepr: {
         auto guard = tracetorch::model_addition_debugger(model, {.debug_path = repr_dir, .do_prune_layers = false, .use_repr = true,
                                                                   .reuse_repeated_tensors = args.reuse_repeated_tensors});
-        (void)model(input_ids);
+        (void)model({.input_ids = input_ids});
         break;
       }
       case kDebugFiles: {
         auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = false, .use_repr = false,
                                                                   .reuse_repeated_tensors = args.reuse_repeated_tensors,
                                                                   .reuse_previous_files = args.reuse_previous_files});
-        (void)model(input_ids);
+        (void)model({.input_ids = input_ids});
         break;
       }
       case kModes: break;

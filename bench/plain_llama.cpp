@@ -69,7 +69,7 @@ AttentionImpl::AttentionImpl(const Config& c)
 
 std::tuple<torch::Tensor, torch::Tensor> AttentionImpl::forward(const torch::Tensor& hidden_states,
                                                                 const PositionEmbeddings& position_embeddings,
-                                                                const torch::Tensor& attention_mask) {
+                                                                const torch::Tensor& attention_mask, LayerCache* cache) {
   const auto bsz = hidden_states.size(0);
   const auto q_len = hidden_states.size(1);
   const std::vector<std::int64_t> hidden_shape{bsz, q_len, -1, head_dim};
@@ -79,12 +79,16 @@ std::tuple<torch::Tensor, torch::Tensor> AttentionImpl::forward(const torch::Ten
   const auto cos = std::get<0>(position_embeddings).unsqueeze(1);
   const auto sin = std::get<1>(position_embeddings).unsqueeze(1);
   const auto q_rot = q * cos + rotate_half(q) * sin;
-  const auto k_rot = k * cos + rotate_half(k) * sin;
+  auto k_rot = k * cos + rotate_half(k) * sin;
+  if (cache != nullptr) {  // what the annotated port's DynamicCache does on a first forward
+    cache->keys = k_rot;
+    cache->values = v;
+  }
   const auto rep = num_heads / num_kv_heads;
   k = k_rot.repeat_interleave(rep, 1);
   v = v.repeat_interleave(rep, 1);
   auto attn_weights = torch::matmul(q_rot, k.transpose(2, 3)) * scaling;
-  if (attention_mask.defined()) attn_weights = attn_weights + attention_mask;
+  if (attention_mask.defined()) attn_weights = attn_weights + attention_mask.slice(-1, 0, k.size(-2));
   attn_weights = torch::softmax(attn_weights, -1, torch::kFloat32).to(q_rot.scalar_type());
   const auto attn_output = torch::matmul(attn_weights, v).transpose(1, 2).reshape({bsz, q_len, -1});
   return {o_proj(attn_output), attn_weights};
@@ -98,10 +102,11 @@ DecoderLayerImpl::DecoderLayerImpl(const Config& c) {
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& hidden_states, const PositionEmbeddings& position_embeddings,
-                                        const torch::Tensor& attention_mask, torch::Tensor* attention_weights) {
+                                        const torch::Tensor& attention_mask, LayerCache* cache,
+                                        torch::Tensor* attention_weights) {
   auto residual = hidden_states;
   auto h = input_layernorm(hidden_states);
-  auto [attn_output, weights] = self_attn(h, position_embeddings, attention_mask);
+  auto [attn_output, weights] = self_attn(h, position_embeddings, attention_mask, cache);
   if (attention_weights != nullptr) *attention_weights = std::move(weights);
   h = std::move(attn_output);
   h = residual + h;
@@ -130,19 +135,25 @@ torch::Tensor ModelImpl::forward_collecting(const torch::Tensor& input_ids, std:
 
 torch::Tensor ModelImpl::run(const torch::Tensor& input_ids, std::vector<torch::Tensor>* all_hidden,
                              std::vector<torch::Tensor>* all_attentions) {
+  using torch::indexing::None;
+  using torch::indexing::Slice;
   const auto bsz = input_ids.size(0);
   const auto seq = input_ids.size(1);
   auto hidden_states = embed_tokens(input_ids);
-  const auto position_ids = torch::arange(seq, input_ids.options().dtype(torch::kInt64)).unsqueeze(0).expand({bsz, -1});
-  const auto mask = torch::full({seq, seq}, -std::numeric_limits<float>::infinity(), hidden_states.options())
-                        .triu(1)
-                        .unsqueeze(0)
-                        .unsqueeze(0);
+  // The same work as the annotated (upstream-convention) port: a cache, cache_position,
+  // position_ids [1, seq] and the eager mask [batch, 1, seq, seq] of 0 and float32's minimum.
+  std::vector<LayerCache> cache(layers->size());
+  const auto cache_position = torch::arange(seq, torch::kInt64);
+  const auto position_ids = cache_position.unsqueeze(0);
+  const auto allowed = cache_position.index({None, Slice()}) <= cache_position.index({Slice(), None});
+  const auto mask = torch::where(allowed.index({None, None}).expand({bsz, 1, -1, -1}), torch::zeros({}, hidden_states.options()),
+                                 torch::full({}, std::numeric_limits<float>::lowest(), hidden_states.options()));
   const auto position_embeddings = rotary_emb(hidden_states, position_ids);
+  std::size_t index = 0;
   for (const auto& layer : *layers) {
     if (all_hidden != nullptr) all_hidden->push_back(hidden_states);
     torch::Tensor weights;
-    hidden_states = layer->as<DecoderLayer>()->forward(hidden_states, position_embeddings, mask,
+    hidden_states = layer->as<DecoderLayer>()->forward(hidden_states, position_embeddings, mask, &cache[index++],
                                                        all_attentions != nullptr ? &weights : nullptr);
     if (all_attentions != nullptr) all_attentions->push_back(std::move(weights));
   }

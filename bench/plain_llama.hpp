@@ -48,11 +48,16 @@ struct MLPImpl : torch::nn::Module {
 };
 TORCH_MODULE(MLP);
 
+/// One layer's keys and values, kept for the forward as the annotated port's DynamicCache keeps them.
+struct LayerCache {
+  torch::Tensor keys, values;
+};
+
 struct AttentionImpl : torch::nn::Module {
   explicit AttentionImpl(const Config& config);
   std::tuple<torch::Tensor, torch::Tensor> forward(const torch::Tensor& hidden_states,
                                                    const PositionEmbeddings& position_embeddings,
-                                                   const torch::Tensor& attention_mask);
+                                                   const torch::Tensor& attention_mask, LayerCache* cache = nullptr);
   std::int64_t head_dim, num_heads, num_kv_heads;
   double scaling;
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
@@ -63,7 +68,8 @@ struct DecoderLayerImpl : torch::nn::Module {
   explicit DecoderLayerImpl(const Config& config);
   /// The layer's output; its attention weights go to `attention_weights` where given.
   torch::Tensor forward(const torch::Tensor& hidden_states, const PositionEmbeddings& position_embeddings,
-                        const torch::Tensor& attention_mask, torch::Tensor* attention_weights = nullptr);
+                        const torch::Tensor& attention_mask, LayerCache* cache = nullptr,
+                        torch::Tensor* attention_weights = nullptr);
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};

@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     {
       auto guard = tracetorch::model_addition_debugger(
           model, {.debug_path = args.debug_path, .do_prune_layers = args.prune_layers, .use_repr = args.use_repr});
-      output = model->forward(input_ids, options);
+      output = model({.input_ids = input_ids}, options);
       summary = guard.summary_path();
       full = guard.full_tensors_path();
     }

@@ -406,7 +406,7 @@ DOCTEST_TEST_CASE("the Llama fixture: hidden_states[i] is the input of layers.i,
   model->eval();
   llama::load_state_dict(*model, tiny_llama_dir() / "model.safetensors");
   const auto ids = tracetorch::safetensors::load_single(tiny_llama_dir() / "input_ids.safetensors", "input_ids");
-  const auto out = model(ids, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
+  const auto out = model({.input_ids = ids}, {.output_hidden_states = true, .output_attentions = true});
   const auto ref = tiny_llama_dir() / "trace_st";
   DOCTEST_REQUIRE(out.hidden_states->size() == static_cast<std::size_t>(config.num_hidden_layers + 1));
   for (std::int64_t i = 0; i < config.num_hidden_layers; ++i) {
@@ -424,7 +424,7 @@ DOCTEST_TEST_CASE("the Llama fixture: hidden_states[i] is the input of layers.i,
     DOCTEST_CHECK(weights.triu(1).abs().max().item<float>() == 0.0f);          // causal
   }
   // Capture leaves the result unchanged.
-  DOCTEST_CHECK(torch::equal(model(ids).last_hidden_state, out.last_hidden_state));
+  DOCTEST_CHECK(torch::equal(model({.input_ids = ids}).last_hidden_state, out.last_hidden_state));
 }
 
 DOCTEST_TEST_CASE("options given to a forward appear in a trace as kwargs holding only what was set") {

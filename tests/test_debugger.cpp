@@ -106,7 +106,7 @@ DOCTEST_TEST_CASE("the tiny Llama trace matches the Python reference, use_repr=t
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .do_prune_layers = false});
     DOCTEST_CHECK(guard.untraced_modules().empty());
-    model(ids);
+    model({.input_ids = ids});
   }
   const auto ref_full = read_json(tiny_llama_dir() / "trace_repr" / "LlamaModel_debug_tree_FULL_TENSORS.json");
   const auto ours_full = read_json(dir / "LlamaModel_debug_tree_FULL_TENSORS.json");
@@ -123,7 +123,7 @@ DOCTEST_TEST_CASE("the written JSON is byte-for-byte Python's json.dump(indent=2
   TempDir dir;
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .do_prune_layers = false});
-    model(tiny_input_ids());
+    model({.input_ids = tiny_input_ids()});
   }
   // Re-serialising the reference with our writer reproduces the reference file exactly.
   for (const char* name : {"LlamaModel_debug_tree_SUMMARY.json", "LlamaModel_debug_tree_FULL_TENSORS.json"}) {
@@ -145,7 +145,7 @@ DOCTEST_TEST_CASE("use_repr=false writes transformers' file names and the same t
   {
     auto guard = tracetorch::model_addition_debugger(
         model, {.debug_path = dir.path(), .do_prune_layers = false, .use_repr = false});
-    model(tiny_input_ids());
+    model({.input_ids = tiny_input_ids()});
   }
   const auto ref_dir = tiny_llama_dir() / "trace_st";
   std::set<std::string> ref_files, our_files;
@@ -184,7 +184,7 @@ DOCTEST_TEST_CASE("do_prune_layers keeps the first and last layer block") {
   TempDir dir;
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path()});
-    model(tiny_input_ids());
+    model({.input_ids = tiny_input_ids()});
   }
   const auto summary = read_json(dir / "LlamaModel_debug_tree_SUMMARY.json");
   std::vector<std::string> top;
@@ -198,7 +198,7 @@ DOCTEST_TEST_CASE("the root keeps module_path, inputs with args and kwargs, chil
   TempDir dir;
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path()});
-    model(tiny_input_ids());
+    model({.input_ids = tiny_input_ids()});
   }
   const auto summary = read_json(dir / "LlamaModel_debug_tree_SUMMARY.json").as_object();
   std::vector<std::string> keys;
@@ -284,19 +284,19 @@ DOCTEST_TEST_CASE("only rank 0 records") {
   TempDir dir;
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .rank = 1});
-    model(tiny_input_ids());
+    model({.input_ids = tiny_input_ids()});
   }
   DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 0);
   ::setenv("RANK", "2", 1);
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path()});
-    model(tiny_input_ids());
+    model({.input_ids = tiny_input_ids()});
   }
   DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 0);
   ::setenv("RANK", "0", 1);
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path()});
-    model(tiny_input_ids());
+    model({.input_ids = tiny_input_ids()});
   }
   ::unsetenv("RANK");
   DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 2);
@@ -325,7 +325,7 @@ DOCTEST_TEST_CASE("after the scope ends nothing is attached and no trace is writ
       DOCTEST_CHECK(traced->attachments_.load() == nullptr);
     }
   }
-  model(tiny_input_ids());
+  model({.input_ids = tiny_input_ids()});
   DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 0);
 }
 
@@ -335,14 +335,14 @@ DOCTEST_TEST_CASE("nested scopes on one model: the inner one records, the outer 
   auto outer = tracetorch::model_addition_debugger(model, {.debug_path = outer_dir.path()});
   {
     auto inner = tracetorch::model_addition_debugger(model, {.debug_path = inner_dir.path()});
-    model(tiny_input_ids());
+    model({.input_ids = tiny_input_ids()});
     DOCTEST_CHECK(torch::GradMode::is_enabled());  // each scope restored what it found, in order
   }
   DOCTEST_CHECK(tracetorch_test::count_files(inner_dir.path()) == 2);
   DOCTEST_CHECK(tracetorch_test::count_files(outer_dir.path()) == 2);  // both observed that forward
   std::filesystem::remove_all(outer_dir.path());
   std::filesystem::create_directories(outer_dir.path());
-  model(tiny_input_ids());
+  model({.input_ids = tiny_input_ids()});
   DOCTEST_CHECK(tracetorch_test::count_files(outer_dir.path()) == 2);
 }
 
@@ -361,7 +361,7 @@ DOCTEST_TEST_CASE("reuse_repeated_tensors: the trace is byte for byte the one wr
       auto guard = tracetorch::model_addition_debugger(
           model, {.debug_path = reuse ? reused.path() : apart.path(), .do_prune_layers = false, .use_repr = use_repr,
                   .reuse_repeated_tensors = reuse});
-      model(tiny_input_ids());
+      model({.input_ids = tiny_input_ids()});
     }
     const auto with = tracetorch_test::snapshot(reused.path()), without = tracetorch_test::snapshot(apart.path());
     DOCTEST_CHECK(with.size() == (use_repr ? 2u : 128u));
@@ -489,7 +489,7 @@ std::map<std::string, ino_t> unlinked_tensor_files(const std::filesystem::path& 
 void trace_files(llama::LlamaModel& model, const std::filesystem::path& dir, const torch::Tensor& ids, bool reuse_previous) {
   auto guard = tracetorch::model_addition_debugger(
       model, {.debug_path = dir, .do_prune_layers = false, .use_repr = false, .reuse_previous_files = reuse_previous});
-  model(ids);
+  model({.input_ids = ids});
 }
 
 /// Three different inputs of the tiny Llama.
@@ -734,4 +734,27 @@ DOCTEST_TEST_CASE("forward memory: a traced forward grows malloc's heap no more 
     DOCTEST_CHECK(traced <= untraced + (2u << 20));
     DOCTEST_CHECK(read_json(dir / "HeapChurn_debug_tree_SUMMARY.json").at("children").as_array().size() == 48);
   }
+}
+
+DOCTEST_TEST_CASE("debug_io=true in a call's options traces that call, as upstream's debug_io keywords") {
+  auto model = make_tiny_llama();
+  TempDir dir;
+  const auto traced = model({.input_ids = tiny_input_ids()}, {.debug_io = true, .debug_io_dir = (dir / "full").string()});
+  const auto summary = read_json(dir / "full" / "LlamaModel_debug_tree_SUMMARY.json");
+  std::vector<std::string> keys;
+  for (const auto& entry : summary.at("inputs").at("kwargs").as_object()) keys.emplace_back(entry.key());
+  DOCTEST_CHECK(keys == std::vector<std::string>{"input_ids", "debug_io", "debug_io_dir"});
+  const auto paths = module_paths(summary);
+  DOCTEST_CHECK(std::find(paths.begin(), paths.end(), "LlamaModel.layers.1") != paths.end());  // not pruned by default
+  DOCTEST_CHECK(torch::equal(traced.last_hidden_state, model({.input_ids = tiny_input_ids()}).last_hidden_state));
+  // The debugger is gone after the call: nothing stays attached.
+  for (const auto& module : model->modules(/*include_self=*/true)) {
+    if (auto* traced_module = dynamic_cast<tracetorch::detail::TracedModuleBase*>(module.get())) {
+      DOCTEST_CHECK(traced_module->attachments_.load() == nullptr);
+    }
+  }
+  model({.input_ids = tiny_input_ids()}, {.debug_io = true, .debug_io_dir = (dir / "pruned").string(), .prune_layers = true});
+  const auto pruned = module_paths(read_json(dir / "pruned" / "LlamaModel_debug_tree_SUMMARY.json"));
+  DOCTEST_CHECK(std::find(pruned.begin(), pruned.end(), "LlamaModel.layers.1") == pruned.end());
+  DOCTEST_CHECK(std::find(pruned.begin(), pruned.end(), "LlamaModel.layers.3") != pruned.end());
 }

@@ -32,7 +32,7 @@ void trace_cpp(const fs::path& dir, bool use_repr, const std::function<void(llam
   if (plant) plant(model);
   const auto ids = tracetorch::safetensors::load_single(tiny() / "input_ids.safetensors", "input_ids");
   auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir, .do_prune_layers = false, .use_repr = use_repr});
-  model(ids);  // through the holder: forward's default arguments apply
+  model({.input_ids = ids});  // through the holder: forward's default arguments apply
 }
 
 llama::LlamaDecoderLayerImpl& layer(llama::LlamaModel& model, std::size_t i) {

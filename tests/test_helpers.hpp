@@ -20,7 +20,10 @@
 namespace tracetorch_test {
 
 inline std::filesystem::path data_dir() { return TRACETORCH_TEST_DATA; }
-inline std::filesystem::path tiny_llama_dir() { return data_dir() / "tiny_llama"; }
+/// The tiny Llama traced with upstream transformers' call conventions (../shared/fixtures/tiny_llama_upstream).
+inline std::filesystem::path tiny_llama_dir() { return data_dir() / "tiny_llama_upstream"; }
+/// The same model traced by the older positional reference (llama_ref.py): a trace of another convention.
+inline std::filesystem::path tiny_llama_positional_dir() { return data_dir() / "tiny_llama"; }
 
 inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -124,8 +124,8 @@ std::set<std::string> names_of(const std::map<std::string, std::string>& files) 
 }
 
 /// The files one trace of `model` writes into a fresh directory.
-template <class Model>
-std::map<std::string, std::string> trace_files(Model& model, const torch::Tensor& input, bool use_repr) {
+template <class Model, class Input>
+std::map<std::string, std::string> trace_files(Model& model, const Input& input, bool use_repr) {
   TempDir dir;
   {
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .do_prune_layers = false, .use_repr = use_repr});
@@ -598,12 +598,13 @@ DOCTEST_TEST_CASE("two threads tracing two models at once write the same traces 
   };
   auto llama_model = make_llama();
   auto outer = make_outer();
-  const auto llama_reference = trace_files(llama_model, ids, false);
+  const llama::LlamaModelInputs llama_input{.input_ids = ids};
+  const auto llama_reference = trace_files(llama_model, llama_input, false);
   const auto outer_reference = trace_files(outer, outer_input(), true);
 
   TempDir llama_dir, outer_dir;
   std::atomic<int> failures{0};
-  const auto run = [&](auto& model, const torch::Tensor& input, const std::filesystem::path& dir, bool use_repr) {
+  const auto run = [&](auto& model, const auto& input, const std::filesystem::path& dir, bool use_repr) {
     try {
       auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir, .do_prune_layers = false, .use_repr = use_repr});
       for (int i = 0; i < 5; ++i) model(input);
@@ -611,7 +612,7 @@ DOCTEST_TEST_CASE("two threads tracing two models at once write the same traces 
       ++failures;
     }
   };
-  std::thread first([&] { run(llama_model, ids, llama_dir.path(), false); });
+  std::thread first([&] { run(llama_model, llama_input, llama_dir.path(), false); });
   std::thread second([&] { run(outer, outer_input(), outer_dir.path(), true); });
   first.join();
   second.join();

@@ -72,24 +72,28 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c, std::int64_t layer_
   o_proj = register_module("o_proj", tracetorch::nn::Linear(LinearOptions(num_heads * head_dim, c.hidden_size).bias(false)));
 }
 
-std::tuple<torch::Tensor, torch::Tensor> LlamaAttentionImpl::forward(const torch::Tensor& hidden_states,
-                                                                     const PositionEmbeddings& position_embeddings,
-                                                                     const torch::Tensor& attention_mask) {
+std::tuple<torch::Tensor, torch::Tensor> LlamaAttentionImpl::forward(const LlamaAttentionKeywords& kw) {
+  const auto& hidden_states = *kw.hidden_states;
   const auto bsz = hidden_states.size(0);
   const auto q_len = hidden_states.size(1);
   const std::vector<std::int64_t> hidden_shape{bsz, q_len, -1, head_dim};
   auto q = q_proj(hidden_states).view(hidden_shape).transpose(1, 2);
   auto k = k_proj(hidden_states).view(hidden_shape).transpose(1, 2);
   auto v = v_proj(hidden_states).view(hidden_shape).transpose(1, 2);
-  const auto cos = std::get<0>(position_embeddings).unsqueeze(1);
-  const auto sin = std::get<1>(position_embeddings).unsqueeze(1);
+  const auto cos = std::get<0>(*kw.position_embeddings).unsqueeze(1);
+  const auto sin = std::get<1>(*kw.position_embeddings).unsqueeze(1);
   const auto q_rot = q * cos + rotate_half(q) * sin;
-  const auto k_rot = k * cos + rotate_half(k) * sin;
+  auto k_rot = k * cos + rotate_half(k) * sin;
+  if (tracetorch::DynamicCache* cache = kw.past_key_values.value_or(nullptr)) {
+    std::tie(k_rot, v) = cache->update(k_rot, v, layer_idx);
+  }
   const auto rep = num_heads / num_kv_heads;
   k = k_rot.repeat_interleave(rep, 1);
   v = v.repeat_interleave(rep, 1);
   auto attn_weights = torch::matmul(q_rot, k.transpose(2, 3)) * scaling;
-  if (attention_mask.defined()) attn_weights = attn_weights + attention_mask;
+  if (kw.attention_mask.has_value() && kw.attention_mask->defined()) {
+    attn_weights = attn_weights + kw.attention_mask->slice(-1, 0, k.size(-2));
+  }
   attn_weights = torch::softmax(attn_weights, -1, torch::kFloat32).to(q_rot.scalar_type());
   const auto attn_output = torch::matmul(attn_weights, v).transpose(1, 2).reshape({bsz, q_len, -1});
   return {o_proj(attn_output), attn_weights};
@@ -102,12 +106,17 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c, std::int64_t 
   post_attention_layernorm = register_module("post_attention_layernorm", LlamaRMSNorm(c.hidden_size, c.rms_norm_eps));
 }
 
-torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& hidden_states,
-                                             const PositionEmbeddings& position_embeddings,
-                                             const torch::Tensor& attention_mask) {
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& hidden_states, const LlamaDecoderLayerKeywords& kw) {
   auto residual = hidden_states;
   auto h = input_layernorm(hidden_states);
-  h = std::get<0>(self_attn(h, position_embeddings, attention_mask));
+  // `x=x` in Python passes x's value whether or not the layer's caller passed it: `*kw.x` here.
+  h = std::get<0>(self_attn({.hidden_states = h,
+                             .attention_mask = *kw.attention_mask,
+                             .position_ids = *kw.position_ids,
+                             .past_key_values = *kw.past_key_values,
+                             .use_cache = *kw.use_cache,
+                             .cache_position = *kw.cache_position,
+                             .position_embeddings = *kw.position_embeddings}));
   h = residual + h;
   residual = h;
   h = post_attention_layernorm(h);
@@ -124,28 +133,55 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
   rotary_emb = register_module("rotary_emb", LlamaRotaryEmbedding(c));
 }
 
-BaseModelOutputWithPast LlamaModelImpl::forward(const torch::Tensor& input_ids, const tracetorch::OutputOptions& options) {
-  if (input_ids.dim() != 2) throw tracetorch::Error("llama: input_ids must be [batch, seq], got " + std::to_string(input_ids.dim()) + " dimensions");
-  return tracetorch::capture_outputs(*this, tracetorch::merge_with_config_defaults(*this, options), [&] {
-    return BaseModelOutputWithPast{.last_hidden_state = run_layers(input_ids)};
-  });
+BaseModelOutputWithPast LlamaModelImpl::forward(const LlamaModelInputs& inputs, const tracetorch::OutputOptions& options) {
+  if (inputs.input_ids.has_value() == inputs.inputs_embeds.has_value()) {
+    throw tracetorch::Error("llama: give exactly one of input_ids and inputs_embeds");
+  }
+  if (inputs.input_ids.has_value() && inputs.input_ids->dim() != 2) {
+    throw tracetorch::Error("llama: input_ids must be [batch, seq], got " + std::to_string(inputs.input_ids->dim()) + " dimensions");
+  }
+  const bool use_cache = options.use_cache.value_or(config.use_cache);
+  return tracetorch::capture_outputs(*this, tracetorch::merge_with_config_defaults(*this, options),
+                                     [&] { return run_layers(inputs, use_cache); });
 }
 
-torch::Tensor LlamaModelImpl::run_layers(const torch::Tensor& input_ids) {
-  const auto bsz = input_ids.size(0);
-  const auto seq = input_ids.size(1);
-  auto hidden_states = embed_tokens(input_ids);
-  const auto position_ids = torch::arange(seq, input_ids.options().dtype(torch::kInt64)).unsqueeze(0).expand({bsz, -1});
-  const auto mask = torch::full({seq, seq}, -std::numeric_limits<float>::infinity(), hidden_states.options())
-                        .triu(1)
-                        .unsqueeze(0)
-                        .unsqueeze(0);
+torch::Tensor create_causal_mask(std::int64_t batch, std::int64_t kv_length, const torch::Tensor& cache_position,
+                                 const torch::TensorOptions& options) {
+  using torch::indexing::None;
+  using torch::indexing::Slice;
+  const auto kv_arange = torch::arange(kv_length, cache_position.options());
+  const auto allowed = kv_arange.index({None, Slice()}) <= cache_position.index({Slice(), None});
+  const auto zero = torch::zeros({}, options);
+  const auto minimum = torch::full({}, std::numeric_limits<float>::lowest(), options);
+  return torch::where(allowed.index({None, None}).expand({batch, 1, -1, -1}), zero, minimum);
+}
+
+BaseModelOutputWithPast LlamaModelImpl::run_layers(const LlamaModelInputs& inputs, bool use_cache) {
+  auto hidden_states = inputs.inputs_embeds.has_value() ? *inputs.inputs_embeds : embed_tokens(*inputs.input_ids);
+  std::shared_ptr<tracetorch::DynamicCache> cache = inputs.past_key_values.value_or(nullptr);
+  if (use_cache && !cache) cache = std::make_shared<tracetorch::DynamicCache>(config.num_hidden_layers);
+  auto cache_position = *inputs.cache_position;
+  if (!inputs.cache_position.has_value() || !cache_position.defined()) {
+    const auto past_seen = cache ? cache->get_seq_length() : 0;
+    cache_position = torch::arange(past_seen, past_seen + hidden_states.size(1), torch::kInt64);
+  }
+  auto position_ids = *inputs.position_ids;
+  if (!inputs.position_ids.has_value() || !position_ids.defined()) position_ids = cache_position.unsqueeze(0);
+  if (inputs.attention_mask.has_value() && inputs.attention_mask->defined()) {
+    throw tracetorch::Error("llama: a padding attention_mask is not supported by this port (pass none)");
+  }
+  const auto kv_length = (cache ? cache->get_seq_length() : 0) + cache_position.size(0);
+  const auto causal_mask = create_causal_mask(hidden_states.size(0), kv_length, cache_position, hidden_states.options());
   const auto position_embeddings = rotary_emb(hidden_states, position_ids);
   for (const auto& layer : *layers) {
     // Through the holder type, so the call is traced (as<LlamaDecoderLayerImpl> would not be).
-    hidden_states = layer->as<LlamaDecoderLayer>()->forward(hidden_states, position_embeddings, mask);
+    hidden_states = layer->as<LlamaDecoderLayer>()->forward(hidden_states, {.attention_mask = causal_mask,
+                                                                            .position_ids = position_ids,
+                                                                            .past_key_values = cache.get(),
+                                                                            .cache_position = cache_position,
+                                                                            .position_embeddings = position_embeddings});
   }
-  return norm(hidden_states);
+  return {.last_hidden_state = norm(hidden_states), .past_key_values = cache};
 }
 
 }  // namespace llama

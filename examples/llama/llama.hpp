@@ -1,20 +1,33 @@
 #pragma once
-// A Llama-architecture model in LibTorch with transformers' module names and call structure
-// (embed_tokens, rotary_emb, layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj,
-// post_attention_layernorm, mlp.{gate,up,down}_proj, mlp.act_fn}, norm): grouped-query
-// attention, rotary embeddings, eager attention that returns its weights. Annotated with
-// tracetorch, so its traces line up with transformers' LlamaModel module by module.
+// A Llama base model in LibTorch that follows upstream transformers' LlamaModel
+// (src/transformers/models/llama/modeling_llama.py at commit 9ee3f431, the v4.57 era): the same
+// module names (embed_tokens, rotary_emb, layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj,
+// post_attention_layernorm, mlp.{gate,up,down}_proj, mlp.act_fn}, norm) and the same call
+// conventions, so that its traces equal a transformers trace of the same weights:
+//   model(input_ids=...)                                        -> model({.input_ids = ids})
+//   decoder_layer(hidden_states, attention_mask=, position_ids=, past_key_values=,
+//                 cache_position=, position_embeddings=)        -> LlamaDecoderLayerKeywords
+//   self_attn(hidden_states=, attention_mask=, position_ids=, past_key_values=, use_cache=,
+//             cache_position=, position_embeddings=)            -> LlamaAttentionKeywords (keywords only)
+//   rotary_emb(hidden_states, position_ids)                     positional
+// with `use_cache` from the config (default true) building a DynamicCache, the eager causal mask
+// [batch, 1, q, kv] of 0 and float32's minimum, and position_ids [1, seq]. Newer transformers pass
+// `use_cache=` to the layers and drop `cache_position`: that convention lives in the two keyword
+// structs and LlamaModelImpl::forward, nowhere else.
 
-// Model code needs only the annotation, the traced layers and output capture; a program that
-// traces includes <tracetorch/tracetorch.hpp>. The lighter includes keep Boost.JSON, the
+// Model code needs only the annotation, the traced layers, keywords and output capture; a program
+// that traces includes <tracetorch/tracetorch.hpp>. The lighter includes keep Boost.JSON, the
 // debugger and std::regex out of this translation unit (docs/performance.md, compile cost).
+#include <tracetorch/cache.hpp>
 #include <tracetorch/capture.hpp>
 #include <tracetorch/error.hpp>
+#include <tracetorch/keywords.hpp>
 #include <tracetorch/module.hpp>
 #include <tracetorch/nn.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -71,12 +84,23 @@ struct LlamaMLPImpl : torch::nn::Module {
 };
 TRACEABLE(LlamaMLP);
 
+/// What upstream's LlamaDecoderLayer passes to its self_attn, all by keyword, in that order.
+struct LlamaAttentionKeywords {
+  tracetorch::Keyword<torch::Tensor> hidden_states;
+  tracetorch::Keyword<torch::Tensor> attention_mask;
+  tracetorch::Keyword<torch::Tensor> position_ids;
+  tracetorch::Keyword<tracetorch::DynamicCache*> past_key_values;
+  tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);
+  tracetorch::Keyword<torch::Tensor> cache_position;
+  tracetorch::Keyword<PositionEmbeddings> position_embeddings;
+};
+TRACETORCH_KEYWORDS(LlamaAttentionKeywords, hidden_states, attention_mask, position_ids, past_key_values, use_cache,
+                    cache_position, position_embeddings);
+
 struct LlamaAttentionImpl : torch::nn::Module {
   LlamaAttentionImpl(const LlamaConfig& config, std::int64_t layer_idx);
   /// Returns (attn_output, attn_weights) as transformers' eager attention does.
-  std::tuple<torch::Tensor, torch::Tensor> forward(const torch::Tensor& hidden_states,
-                                                   const PositionEmbeddings& position_embeddings,
-                                                   const torch::Tensor& attention_mask);
+  std::tuple<torch::Tensor, torch::Tensor> forward(const LlamaAttentionKeywords& kw);
 
   std::int64_t head_dim, num_heads, num_kv_heads, layer_idx;
   double scaling;
@@ -84,10 +108,22 @@ struct LlamaAttentionImpl : torch::nn::Module {
 };
 TRACEABLE(LlamaAttention);
 
+/// What upstream's LlamaModel passes to each decoder layer by keyword (hidden_states is positional),
+/// in that order. `use_cache` is the layer's own default (false) unless a caller passes it.
+struct LlamaDecoderLayerKeywords {
+  tracetorch::Keyword<torch::Tensor> attention_mask;
+  tracetorch::Keyword<torch::Tensor> position_ids;
+  tracetorch::Keyword<tracetorch::DynamicCache*> past_key_values;
+  tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);
+  tracetorch::Keyword<torch::Tensor> cache_position;
+  tracetorch::Keyword<PositionEmbeddings> position_embeddings;
+};
+TRACETORCH_KEYWORDS(LlamaDecoderLayerKeywords, attention_mask, position_ids, past_key_values, use_cache, cache_position,
+                    position_embeddings);
+
 struct LlamaDecoderLayerImpl : torch::nn::Module {
   LlamaDecoderLayerImpl(const LlamaConfig& config, std::int64_t layer_idx);
-  torch::Tensor forward(const torch::Tensor& hidden_states, const PositionEmbeddings& position_embeddings,
-                        const torch::Tensor& attention_mask);
+  torch::Tensor forward(const torch::Tensor& hidden_states, const LlamaDecoderLayerKeywords& kw = {});
 
   LlamaAttention self_attn{nullptr};
   LlamaMLP mlp{nullptr};
@@ -95,13 +131,27 @@ struct LlamaDecoderLayerImpl : torch::nn::Module {
 };
 TRACEABLE(LlamaDecoderLayer);
 
-/// transformers' BaseModelOutputWithPast (without the cache, which this port does not keep).
+/// transformers' BaseModelOutputWithPast: absent fields are left out of traces, as a ModelOutput does.
 struct BaseModelOutputWithPast {
   torch::Tensor last_hidden_state;
+  std::shared_ptr<tracetorch::DynamicCache> past_key_values;
   std::optional<std::vector<torch::Tensor>> hidden_states;
   std::optional<std::vector<torch::Tensor>> attentions;
 };
-TRACETORCH_OUTPUT(BaseModelOutputWithPast, last_hidden_state, hidden_states, attentions);
+TRACETORCH_OUTPUT(BaseModelOutputWithPast, last_hidden_state, past_key_values, hidden_states, attentions);
+
+/// LlamaModel.forward's keyword inputs (upstream's signature order). `use_cache`,
+/// `output_hidden_states` and `output_attentions` are in tracetorch::OutputOptions.
+struct LlamaModelInputs {
+  tracetorch::Keyword<torch::Tensor> input_ids;
+  tracetorch::Keyword<torch::Tensor> attention_mask;
+  tracetorch::Keyword<torch::Tensor> position_ids;
+  tracetorch::Keyword<std::shared_ptr<tracetorch::DynamicCache>> past_key_values;
+  tracetorch::Keyword<torch::Tensor> inputs_embeds;
+  tracetorch::Keyword<torch::Tensor> cache_position;
+};
+TRACETORCH_KEYWORDS(LlamaModelInputs, input_ids, attention_mask, position_ids, past_key_values, inputs_embeds,
+                    cache_position);
 
 struct LlamaModelImpl : torch::nn::Module {
   /// transformers' LlamaPreTrainedModel._can_record_outputs.
@@ -110,9 +160,11 @@ struct LlamaModelImpl : torch::nn::Module {
       tracetorch::record<"attentions", tracetorch::OutputRecorder<LlamaAttention, 1>>());
 
   explicit LlamaModelImpl(const LlamaConfig& config);
-  /// last_hidden_state [batch, seq, hidden]; hidden_states (layers + 1) and attentions (one
-  /// [batch, heads, seq, seq] per layer) when asked for, in the call's options or the config.
-  BaseModelOutputWithPast forward(const torch::Tensor& input_ids, const tracetorch::OutputOptions& options = {});
+  /// `model({.input_ids = ids})`, as Python's `model(input_ids=ids)`: last_hidden_state
+  /// [batch, seq, hidden], the DynamicCache when use_cache (the config's, default true), and
+  /// hidden_states (layers + 1) and attentions (one [batch, heads, seq, seq] per layer) when asked
+  /// for, in the call's options or the config.
+  BaseModelOutputWithPast forward(const LlamaModelInputs& inputs, const tracetorch::OutputOptions& options = {});
 
   LlamaConfig config;
   tracetorch::nn::Embedding embed_tokens{nullptr};
@@ -121,9 +173,14 @@ struct LlamaModelImpl : torch::nn::Module {
   LlamaRotaryEmbedding rotary_emb{nullptr};
 
  private:
-  torch::Tensor run_layers(const torch::Tensor& input_ids);
+  BaseModelOutputWithPast run_layers(const LlamaModelInputs& inputs, bool use_cache);
 };
 TRACEABLE(LlamaModel);
+
+/// upstream's create_causal_mask for eager attention without padding: [batch, 1, q, kv], 0 where a
+/// query may attend, float32's minimum elsewhere.
+torch::Tensor create_causal_mask(std::int64_t batch, std::int64_t kv_length, const torch::Tensor& cache_position,
+                                 const torch::TensorOptions& options);
 
 /// Loads a transformers state dict (safetensors) by name. Every parameter of the model must
 /// be in the file with the same shape and nothing else may be: otherwise a tracetorch::Error

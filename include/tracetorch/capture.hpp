@@ -103,6 +103,12 @@ struct OutputOptions {
   std::optional<bool> output_attentions;
   std::optional<bool> use_cache;
   std::optional<bool> return_dict;
+  /// Trace this call with the model addition debugger, as upstream's `debug_io=True`: into
+  /// `debug_io_dir` (default "model_debug"), pruned when `prune_layers` (default false, as
+  /// upstream's None). The traced module needs nothing: its traced forward sees these keywords.
+  std::optional<bool> debug_io;
+  std::optional<std::string> debug_io_dir;
+  std::optional<bool> prune_layers;
 };
 
 /// In a trace, options appear as Python keyword arguments holding only what was set, so a call
@@ -119,6 +125,9 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
   if (options.output_attentions) visit("output_attentions", *options.output_attentions);
   if (options.use_cache) visit("use_cache", *options.use_cache);
   if (options.return_dict) visit("return_dict", *options.return_dict);
+  if (options.debug_io) visit("debug_io", *options.debug_io);
+  if (options.debug_io_dir) visit("debug_io_dir", *options.debug_io_dir);
+  if (options.prune_layers) visit("prune_layers", *options.prune_layers);
 }
 
 /// How `capture_outputs` finishes hidden_states.
@@ -751,6 +760,13 @@ class OutputTuple {
 
 namespace detail {
 
+/// A to_tuple item that c10::IValue cannot hold itself.
+template <class T>
+struct TupleObject final : torch::CustomClassHolder {
+  explicit TupleObject(T object) : value(std::move(object)) {}
+  T value;
+};
+
 template <class T>
 void append_tuple_item(OutputTuple& tuple, const T& value) {
   using U = std::remove_cvref_t<T>;
@@ -760,12 +776,27 @@ void append_tuple_item(OutputTuple& tuple, const T& value) {
     if (value.has_value()) append_tuple_item(tuple, *value);
   } else if constexpr (std::is_same_v<U, std::vector<torch::Tensor>>) {
     tuple.push_back(c10::IValue(c10::List<torch::Tensor>(value)));
-  } else {
+  } else if constexpr (std::is_constructible_v<c10::IValue, const U&>) {
     tuple.push_back(c10::IValue(value));
+  } else {
+    // An object (a cache, a pointer to one): kept as it is in a capsule, None when null.
+    if (!is_none_like(value)) tuple.push_back(c10::IValue::make_capsule(c10::make_intrusive<TupleObject<U>>(value)));
   }
 }
 
 }  // namespace detail
+
+/// Field `i` of an OutputTuple that holds an object of type `T` (a field IValue cannot hold, such
+/// as `std::shared_ptr<DynamicCache>`); a tracetorch::Error if it holds something else.
+template <class T>
+const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
+  const auto& item = tuple[i];
+  if (item.isCapsule()) {
+    const auto capsule = item.toCapsule();
+    if (const auto* object = dynamic_cast<const detail::TupleObject<T>*>(capsule.get())) return object->value;
+  }
+  throw Error("tracetorch: OutputTuple item " + std::to_string(i) + " is not an object of the type asked for");
+}
 
 /// The tuple form of an output struct, in field order (through Boost.PFR).
 template <class Out>

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -39,6 +40,7 @@
 #include "tracetorch/detail/atomic_file.hpp"
 #include "tracetorch/detail/attachments.hpp"
 #include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/debug_io.hpp"
 #include "tracetorch/detail/forward_memory.hpp"
 #include "tracetorch/detail/python_json.hpp"
 #include "tracetorch/detail/repeated_tensors.hpp"
@@ -132,10 +134,7 @@ class TraceJsonBuilder final : public ArgumentVisitor {
     *next_ = encoder_.encode(value, prefix_, next_->storage());
     next_ = nullptr;
   }
-  void opaque(std::string_view type_name) override {
-    // Python's default repr, with the address already sanitised as the debugger does.
-    place("<" + std::string(type_name) + " object at 0xXXXXXXXX>");
-  }
+  void repr(std::string_view python_repr) override { place(python_repr); }
   void begin_sequence() override { open(boost::json::kind::array); }
   void begin_mapping() override { open(boost::json::kind::object); }
   void element(std::size_t index) override {
@@ -772,8 +771,11 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
 class ScopeAccess {
   template <class ModuleType>
   friend DebuggerScope tracetorch::model_addition_debugger(const std::shared_ptr<ModuleType>&, DebuggerOptions);
+  friend DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options);
   ScopeAccess() = default;
 };
+
+DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options);
 
 }  // namespace detail
 
@@ -814,6 +816,20 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
   static_assert(std::is_base_of_v<detail::TracedModuleBase, ModuleType>,
                 "tracetorch::model_addition_debugger: the root module must be declared with TRACEABLE(Name)");
   if (!model) throw Error("tracetorch: model_addition_debugger: the model is empty (a null holder)");
+  return detail::open_debugger(*model, std::string(model->traced_name()), std::move(options));
+#endif
+}
+
+template <class ModuleType>
+DebuggerScope model_addition_debugger(torch::nn::ModuleHolder<ModuleType>& model, DebuggerOptions options = {}) {
+  return model_addition_debugger(model.ptr(), std::move(options));
+}
+
+
+namespace detail {
+
+/// model_addition_debugger for a module known by reference and name.
+inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options) {
   auto attachments = std::make_unique<detail::AttachmentSet>();
   const int rank = options.rank ? *options.rank : detail::rank_from_environment();
   if (rank != 0) return DebuggerScope(detail::ScopeAccess(), nullptr, std::move(attachments));
@@ -830,16 +846,23 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
   if (::faccessat(AT_FDCWD, options.debug_path.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
     throw Error("tracetorch: cannot write in debug_path " + options.debug_path.string() + ": " + std::strerror(errno));
   }
-  const std::string root_name(model->traced_name());
   auto session = std::make_unique<detail::DebuggerSession>(root_name, std::move(options));
-  attachments->attach(*model, root_name, *session);
+  attachments->attach(model, root_name, *session);
   return DebuggerScope(detail::ScopeAccess(), std::move(session), std::move(attachments));
-#endif
 }
 
-template <class ModuleType>
-DebuggerScope model_addition_debugger(torch::nn::ModuleHolder<ModuleType>& model, DebuggerOptions options = {}) {
-  return model_addition_debugger(model.ptr(), std::move(options));
+/// What `debug_io=true` in a call's options runs (detail/debug_io.hpp): the call, traced.
+inline void run_debug_io(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request,
+                         const std::function<void()>& call) {
+  const auto scope = open_debugger(root, std::string(root_name),
+                                   {.debug_path = request.debug_io_dir, .do_prune_layers = request.prune_layers});
+  call();
 }
+
+// Every translation unit that includes the debugger makes it reachable from debug_io calls (a
+// non-inline static: its initializer runs at start-up whether or not anything names it).
+[[maybe_unused]] static const bool debug_io_available = (debug_io_runner().store(&run_debug_io), true);
+
+}  // namespace detail
 
 }  // namespace tracetorch

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/debug_io.hpp"
 
 namespace tracetorch::detail {
 
@@ -66,6 +67,16 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
 // attached; otherwise the observers see the call (detail/call.hpp).
 #ifndef TRACETORCH_DISABLE
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
+  if constexpr (::tracetorch::detail::any_debug_io_keywords<Types...>) {                          \
+    if (auto request = ::tracetorch::detail::debug_io_request(values...);                         \
+        request && !::tracetorch::detail::debug_io_running()) [[unlikely]] {                      \
+      return ::tracetorch::detail::run_with_debug_io<R>(*this, this->traced_name(), *request, [&]() -> R { \
+        return ::tracetorch::detail::traced_call<R>(                                              \
+            *this, this->attachments_.load(std::memory_order_acquire),                            \
+            [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...);     \
+      });                                                                                         \
+    }                                                                                             \
+  }                                                                                               \
   ::tracetorch::detail::Attachment* head = this->attachments_.load(std::memory_order_acquire);  \
   if (head == nullptr) [[likely]]                                                                 \
     return Impl::forward(std::forward<Types>(values)...);                                        \
@@ -132,21 +143,65 @@ TRACETORCH_DETAIL_TRACED(const);
 TRACETORCH_DETAIL_TRACED(noexcept);
 TRACETORCH_DETAIL_TRACED(const noexcept);
 #undef TRACETORCH_DETAIL_TRACED
+#undef TRACETORCH_DETAIL_FORWARD_BODY
 
-/// The holder of a traced module: `torch::nn::ModuleHolder` whose call operator goes through
-/// the traced `call`, so default arguments of `forward` keep working.
+template <class... T>
+struct TypeList {};
+
+/// One call operator per number of arguments `Impl::forward` accepts, each with the exact
+/// parameter types, so that braced keyword packs work (`layer(h, {.attention_mask = m})`: a
+/// template cannot deduce a braced list) and default arguments of `forward` still apply.
+template <class Holder, class Impl, class R, class Given, class Rest>
+class HolderCalls;
+template <class Holder, class Impl, class R, class... Given>
+class HolderCalls<Holder, Impl, R, TypeList<Given...>, TypeList<>> {
+ public:
+  R operator()(Given... args) { return static_cast<Holder&>(*this)->forward(std::forward<Given>(args)...); }
+};
+template <class Holder, class Impl, class R, class... Given, class Next, class... Rest>
+class HolderCalls<Holder, Impl, R, TypeList<Given...>, TypeList<Next, Rest...>>
+    : public HolderCalls<Holder, Impl, R, TypeList<Given..., Next>, TypeList<Rest...>> {
+ public:
+  using HolderCalls<Holder, Impl, R, TypeList<Given..., Next>, TypeList<Rest...>>::operator();
+  // Fewer arguments than forward's parameters: only where forward's defaults allow it.
+  R operator()(Given... args)
+    requires requires(Impl& impl, Given&&... given) { impl.forward(std::forward<Given>(given)...); }
+  {
+    return static_cast<Holder&>(*this)->call(std::forward<Given>(args)...);
+  }
+};
+
+/// The call operators of a holder whose `Impl::forward` is overloaded or a template: one
+/// forwarding template, as LibTorch's holder has.
+template <class Holder, class Impl, class ForwardPointer>
+class HolderCallOperators {
+ public:
+  template <class... A>
+  decltype(auto) operator()(A&&... args) {
+    return static_cast<Holder&>(*this)->call(std::forward<A>(args)...);
+  }
+};
+#define TRACETORCH_DETAIL_HOLDER_CALLS(QUALIFIERS)                                                   \
+  template <class Holder, class Impl, class C, class R, class... A>                                  \
+  class HolderCallOperators<Holder, Impl, R (C::*)(A...) QUALIFIERS>                                 \
+      : public HolderCalls<Holder, Impl, R, TypeList<>, TypeList<A...>> {}
+TRACETORCH_DETAIL_HOLDER_CALLS();
+TRACETORCH_DETAIL_HOLDER_CALLS(const);
+TRACETORCH_DETAIL_HOLDER_CALLS(noexcept);
+TRACETORCH_DETAIL_HOLDER_CALLS(const noexcept);
+#undef TRACETORCH_DETAIL_HOLDER_CALLS
+
+/// The holder of a traced module: `torch::nn::ModuleHolder` whose call operators go through the
+/// traced `forward` / `call`.
 template <class Impl, FixedString Name>
-class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>> {
+class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>>,
+                     public HolderCallOperators<TracedHolder<Impl, Name>, Impl, typename forward_pointer<Impl>::type> {
   using Base = torch::nn::ModuleHolder<Traced<Impl, Name>>;
 
  public:
   using Base::Base;
   using Impl_ = Impl;
-
-  template <class... A>
-  decltype(auto) operator()(A&&... args) {
-    return this->get()->call(std::forward<A>(args)...);
-  }
+  using HolderCallOperators<TracedHolder<Impl, Name>, Impl, typename forward_pointer<Impl>::type>::operator();
 };
 
 /// Registration marker found by argument-dependent lookup: `TRACEABLE` declares a function
@@ -196,11 +251,16 @@ using traced_type_t = typename traced_type<T>::type;
 }  // namespace detail
 }  // namespace tracetorch
 
-/// `TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the holder `Name`
-/// like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's path).
-#define TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+/// `TRACETORCH_TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the
+/// holder `Name` like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's
+/// path). `TRACEABLE(Name)` is its short name, left undefined under
+/// TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES (as doctest's DOCTEST_CONFIG_NO_SHORT_MACRO_NAMES).
+#define TRACETORCH_TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+#ifndef TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES
+#define TRACEABLE(Name) TRACETORCH_TRACEABLE(Name)
+#endif
 
-/// `TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
+/// `TRACETORCH_TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
 #ifdef TRACETORCH_DISABLE
 // Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): exactly LibTorch's holder, no tracing.
 #define TRACETORCH_TRACEABLE_IMPL(Name, ImplType) TORCH_MODULE_IMPL(Name, ImplType)

@@ -4,9 +4,11 @@
 /// `TRACEABLE(Name)` on each module class, `tracetorch::nn::` traced layers, and
 /// `tracetorch::model_addition_debugger` to trace a forward pass.
 
+#include "tracetorch/cache.hpp"
 #include "tracetorch/capture.hpp"
 #include "tracetorch/debugger.hpp"
 #include "tracetorch/error.hpp"
+#include "tracetorch/keywords.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/nn.hpp"
 #include "tracetorch/patch_mapping.hpp"

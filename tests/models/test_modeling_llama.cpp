@@ -38,7 +38,7 @@ struct LlamaModelTester {
   }
   llama::BaseModelOutputWithPast forward(llama::LlamaModel& model, const tracetorch::testing::Inputs& inputs,
                                          const tracetorch::OutputOptions& options) const {
-    return model->forward(inputs.at("input_ids"), options);
+    return model->forward({.input_ids = inputs.at("input_ids")}, options);
   }
 };
 

@@ -34,8 +34,9 @@ class ValueVisitor {
   virtual void string(std::string_view value) = 0;
   virtual void dtype(c10::ScalarType value) = 0;
   virtual void tensor(const torch::Tensor& value) = 0;
-  /// A value of a type that has no Python form here: Python shows its default repr.
-  virtual void opaque(std::string_view type_name) = 0;
+  /// A value Python serialises as its repr: a type's `tracetorch_repr`, or the default
+  /// `<Type object at 0xXXXXXXXX>` (the address sanitised as the debugger does).
+  virtual void repr(std::string_view python_repr) = 0;
   virtual void begin_sequence() = 0;
   virtual void begin_mapping() = 0;
   /// The next value is element `index` of the open sequence.
@@ -82,6 +83,21 @@ concept is_keyword_pack = requires(const T& v) {
   tracetorch_keywords(v, [](std::string_view, const auto&) {});
 };
 
+/// `std::string tracetorch_repr(const T&)`, found by argument-dependent lookup, gives a type the
+/// repr line Python's debugger would record for the object it stands for.
+template <class T>
+concept has_python_repr = requires(const T& v) {
+  { tracetorch_repr(v) } -> std::convertible_to<std::string_view>;
+};
+
+/// Raw and smart pointers stand for the object they point to (Python passes references); null is None.
+template <class T>
+concept is_pointer_like = (std::is_pointer_v<T> && !is_string_like<T>) || requires(const T& p) {
+  typename T::element_type;
+  p.get();
+  *p;
+};
+
 /// True when Python would hold None here: ModelOutput leaves such fields out.
 template <class T>
 bool is_none_like(const T& value) {
@@ -92,6 +108,8 @@ bool is_none_like(const T& value) {
     return !value.has_value();
   } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
     return true;
+  } else if constexpr (is_pointer_like<U>) {
+    return value == nullptr;
   } else {
     return false;
   }
@@ -118,6 +136,10 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     } else {
       visitor.none();
     }
+  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
+    visitor.none();  // before strings: nullptr converts to std::string_view
+  } else if constexpr (has_python_repr<U>) {
+    visitor.repr(std::string_view(tracetorch_repr(value)));
   } else if constexpr (std::is_same_v<U, bool>) {
     visitor.boolean(value);
   } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
@@ -128,8 +150,6 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     visitor.dtype(value);
   } else if constexpr (is_string_like<U>) {
     visitor.string(std::string_view(value));
-  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
-    visitor.none();
   } else if constexpr (std::is_same_v<U, c10::Scalar>) {
     if (value.isBoolean()) {
       visitor.boolean(value.toBool());
@@ -143,6 +163,12 @@ void visit_value(const T& value, ValueVisitor& visitor) {
       visit_value(*value, visitor);
     } else {
       visitor.none();
+    }
+  } else if constexpr (is_pointer_like<U>) {
+    if (value == nullptr) {
+      visitor.none();
+    } else {
+      visit_value(*value, visitor);
     }
   } else if constexpr (has_named_fields<U>) {
     visitor.begin_mapping();
@@ -181,7 +207,7 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     }
     visitor.end();
   } else {
-    visitor.opaque(c10::demangle(typeid(U).name()));
+    visitor.repr("<" + c10::demangle(typeid(U).name()) + " object at 0xXXXXXXXX>");
   }
 }
 

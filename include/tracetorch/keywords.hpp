@@ -1,0 +1,162 @@
+#pragma once
+/// \file
+/// Keyword arguments for a traceable `forward`: the C++ form of Python's `f(h, attention_mask=m)`.
+///
+/// A port declares one struct per call convention, its fields in the order upstream passes them,
+/// and lists the names once. A call reads like Python, and a trace records exactly the keywords the
+/// caller passed, in the call's order (C++ requires designators in declaration order, so the
+/// call's order is the declared one):
+///
+/// \code
+/// struct DecoderLayerKeywords {
+///   tracetorch::Keyword<torch::Tensor> attention_mask;
+///   tracetorch::Keyword<const DynamicCache*> past_key_values;
+///   tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);  // not recorded unless passed
+/// };
+/// TRACETORCH_KEYWORDS(DecoderLayerKeywords, attention_mask, past_key_values, use_cache);
+///
+/// torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h, const DecoderLayerKeywords& kw = {});
+/// layer(h, {.attention_mask = mask, .past_key_values = nullptr});
+/// // kwargs: {"attention_mask": {...tensor...}, "past_key_values": "None"}
+/// \endcode
+///
+/// A misspelled keyword does not compile: the compiler reports that the braced list cannot
+/// convert to `const DecoderLayerKeywords&` (compile_fail/keyword_misspelled.cpp).
+
+#include <boost/pfr/core.hpp>
+#include <boost/preprocessor/seq/for_each.hpp>
+#include <boost/preprocessor/stringize.hpp>
+#include <boost/preprocessor/variadic/size.hpp>
+#include <boost/preprocessor/variadic/to_seq.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace tracetorch {
+
+/// A default value that does not count as passed: `Keyword<bool> use_cache = defaults_to(false);`.
+template <class T>
+struct KeywordDefault {
+  static constexpr bool is_keyword_default = true;
+  T value;
+};
+
+/// `defaults_to(v)`: the value a keyword holds when the caller does not pass it.
+template <class T>
+constexpr KeywordDefault<std::decay_t<T>> defaults_to(T&& value) {
+  return {std::forward<T>(value)};
+}
+
+/// One keyword argument: a value, whether the caller passed it, and whether it was passed as
+/// None (`nullptr` or `std::nullopt`). A trace records it only when passed; None records as `None`.
+template <class T>
+class Keyword {
+  // What `{.name = value}` accepts as a passed value (the other forms have their own constructors).
+  template <class U>
+  static constexpr bool passable =
+      std::is_constructible_v<T, U&&> && !std::is_same_v<std::remove_cvref_t<U>, Keyword> &&
+      !requires { std::remove_cvref_t<U>::is_keyword_default; } &&
+      !std::is_same_v<std::remove_cvref_t<U>, std::nullopt_t> &&
+      !requires { typename std::remove_cvref_t<U>::value_type; std::declval<U>().has_value(); } &&
+      (!std::is_same_v<std::remove_cvref_t<U>, std::nullptr_t> || std::is_pointer_v<T>);
+
+ public:
+  using value_type = T;
+
+  /// Not passed; holds `T{}`.
+  Keyword() = default;
+  /// Not passed; holds the default.
+  template <class U>
+    requires std::is_constructible_v<T, U&&>
+  Keyword(KeywordDefault<U> fallback) : value_(std::move(fallback.value)), has_value_(true) {}  // NOLINT
+  /// Passed: `{.name = value}`.
+  template <class U>
+    requires passable<U>
+  Keyword(U&& value) : value_(std::forward<U>(value)), passed_(true), has_value_(!is_null(value_)) {}  // NOLINT
+  /// Passed as None: `{.name = nullptr}`, for any `T` (a tensor holds an undefined tensor).
+  Keyword(std::nullptr_t) : passed_(true) {}  // NOLINT: implicit by design
+  /// Passed as None: `{.name = std::nullopt}`.
+  Keyword(std::nullopt_t) : passed_(true) {}  // NOLINT: implicit by design
+  /// Passed; None when the optional is empty.
+  template <class U>
+    requires std::is_constructible_v<T, const U&>
+  Keyword(const std::optional<U>& value)  // NOLINT: implicit by design
+      : value_(value ? T(*value) : T{}), passed_(true), has_value_(value.has_value()) {}
+
+  /// True when the caller passed this keyword (None included).
+  bool passed() const noexcept { return passed_; }
+  /// True when the caller passed None.
+  bool is_none() const noexcept { return passed_ && !has_value_; }
+  /// True when there is a value to use: passed and not None, or a default (`defaults_to`); false
+  /// for a keyword neither passed nor defaulted, as a Python parameter defaulting to None.
+  bool has_value() const noexcept { return has_value_; }
+
+  const T& value() const noexcept { return value_; }
+  const T& operator*() const noexcept { return value_; }
+  const T* operator->() const noexcept { return &value_; }
+  operator const T&() const noexcept { return value_; }  // NOLINT: reads like the value it holds
+
+  /// The value, or `fallback` when there is none (see has_value).
+  template <class U>
+  T value_or(U&& fallback) const {
+    return has_value_ ? value_ : T(std::forward<U>(fallback));
+  }
+
+ private:
+  static bool is_null(const T& value) noexcept {
+    if constexpr (std::is_pointer_v<T>) {
+      return value == nullptr;
+    } else {
+      return false;
+    }
+  }
+
+  T value_{};
+  bool passed_ = false;
+  bool has_value_ = false;
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_keyword_v = false;
+template <class T>
+inline constexpr bool is_keyword_v<Keyword<T>> = true;
+
+/// Calls `visit(name, value)` for a field that counts as passed: a Keyword the caller passed (None
+/// as `nullptr`), an engaged optional, or any other field.
+template <class Visit, class Field>
+void visit_keyword_field(Visit& visit, std::string_view name, const Field& field) {
+  if constexpr (is_keyword_v<Field>) {
+    if (!field.passed()) return;
+    if (field.is_none()) {
+      visit(name, nullptr);
+    } else {
+      visit(name, field.value());
+    }
+  } else if constexpr (requires { field.has_value(); typename Field::value_type; }) {
+    if (field.has_value()) visit(name, *field);
+  } else {
+    visit(name, field);
+  }
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+
+#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field) \
+  ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field);
+
+/// Declares a keyword struct's fields, in declaration order, after the struct (in its namespace):
+/// a trace then shows the struct, passed to a forward, as Python keyword arguments.
+#define TRACETORCH_KEYWORDS(Type, ...)                                                               \
+  template <class Visitor>                                                                           \
+  void tracetorch_keywords(const Type& value, Visitor&& visit) {                                     \
+    static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),          \
+                  "TRACETORCH_KEYWORDS(" #Type ", ...) must list every field of the struct");        \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  }                                                                                                  \
+  static_assert(true)

@@ -1,0 +1,216 @@
+// tracetorch/keywords.hpp: keyword arguments of traced calls, and how C++ values appear in a trace
+// (None for nullptr / nullopt / undefined tensors, `tracetorch_repr` objects, pointers).
+
+#include <doctest/doctest.h>
+#include <tracetorch/keywords.hpp>
+#include <tracetorch/tracetorch.hpp>
+
+#include "test_helpers.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace kwtest {
+
+/// An object Python passes by reference and the debugger records by its repr.
+struct Cache {
+  int layers = 2;
+};
+std::string tracetorch_repr(const Cache& cache) {
+  std::string text = "DynamicCache(layers=[";
+  for (int i = 0; i < cache.layers; ++i) text += i == 0 ? "DynamicLayer" : ", DynamicLayer";
+  return text + "])";
+}
+
+struct BlockKeywords {
+  tracetorch::Keyword<torch::Tensor> attention_mask;
+  tracetorch::Keyword<const Cache*> past_key_values;
+  tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);
+  tracetorch::Keyword<double> scaling = tracetorch::defaults_to(0.5);
+};
+TRACETORCH_KEYWORDS(BlockKeywords, attention_mask, past_key_values, use_cache, scaling);
+
+struct BlockImpl : torch::nn::Module {
+  /// Returns what the body saw, so tests can check defaults and None.
+  torch::Tensor forward(const torch::Tensor& h, const BlockKeywords& kw = {}) {
+    seen_use_cache = *kw.use_cache;
+    seen_scaling = kw.scaling.value();
+    seen_mask_none = kw.attention_mask.is_none();
+    seen_cache = kw.past_key_values.value();
+    return kw.attention_mask.has_value() && kw.attention_mask->defined() ? h + *kw.attention_mask : h * kw.scaling.value();
+  }
+  bool seen_use_cache = true;
+  double seen_scaling = 0;
+  bool seen_mask_none = false;
+  const Cache* seen_cache = nullptr;
+};
+TRACEABLE(Block);
+
+/// Keywords only, as Python's `self_attn(hidden_states=h, ...)`.
+struct AttentionKeywords {
+  tracetorch::Keyword<torch::Tensor> hidden_states;
+  tracetorch::Keyword<std::string> mode;
+};
+TRACETORCH_KEYWORDS(AttentionKeywords, hidden_states, mode);
+
+struct AttentionImpl : torch::nn::Module {
+  torch::Tensor forward(const AttentionKeywords& kw) { return kw.hidden_states->relu(); }
+};
+TRACEABLE(Attention);
+
+/// A positional argument that may be None, and a shared object.
+struct HeadImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& head_mask, std::shared_ptr<Cache> cache) {
+    return head_mask.defined() ? h * head_mask : h + (cache ? cache->layers : 0);
+  }
+};
+TRACEABLE(Head);
+
+struct NetImpl : torch::nn::Module {
+  NetImpl() {
+    block = register_module("block", Block());
+    attn = register_module("attn", Attention());
+    head = register_module("head", Head());
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto h = block(x, {.attention_mask = torch::ones_like(x), .past_key_values = &cache, .use_cache = true});
+    h = block(h);
+    h = block(h, {.attention_mask = nullptr, .past_key_values = nullptr});
+    h = attn({.hidden_states = h, .mode = "eager"});
+    return head(h, torch::Tensor(), nullptr);
+  }
+  Cache cache;
+  Block block{nullptr};
+  Attention attn{nullptr};
+  Head head{nullptr};
+};
+TRACEABLE(Net);
+
+}  // namespace kwtest
+
+namespace {
+
+using tracetorch_test::read_json;
+using tracetorch_test::TempDir;
+
+boost::json::value trace_of(kwtest::Net& net, const torch::Tensor& x, const TempDir& dir) {
+  {
+    auto guard = tracetorch::model_addition_debugger(net, {.debug_path = dir.path(), .do_prune_layers = false});
+    net(x);
+  }
+  return read_json(dir.path() / "Net_debug_tree_SUMMARY.json");
+}
+
+std::vector<std::string> keys_of(const boost::json::value& object) {
+  std::vector<std::string> keys;
+  for (const auto& entry : object.as_object()) keys.emplace_back(entry.key());
+  return keys;
+}
+
+}  // namespace
+
+DOCTEST_TEST_SUITE("keywords") {
+  DOCTEST_TEST_CASE("a Keyword knows whether it was passed, and whether as None") {
+    const kwtest::BlockKeywords none_passed{};
+    DOCTEST_CHECK_FALSE(none_passed.attention_mask.passed());
+    DOCTEST_CHECK_FALSE(none_passed.use_cache.passed());
+    DOCTEST_CHECK_FALSE(*none_passed.use_cache);
+    DOCTEST_CHECK(none_passed.scaling.value() == 0.5);
+
+    const kwtest::BlockKeywords some{.attention_mask = nullptr, .use_cache = true};
+    DOCTEST_CHECK(some.attention_mask.passed());
+    DOCTEST_CHECK(some.attention_mask.is_none());
+    DOCTEST_CHECK_FALSE(some.attention_mask->defined());
+    DOCTEST_CHECK(some.use_cache.passed());
+    DOCTEST_CHECK(*some.use_cache);
+    DOCTEST_CHECK_FALSE(some.past_key_values.passed());
+
+    const std::optional<torch::Tensor> empty;
+    const kwtest::BlockKeywords from_optional{.attention_mask = empty, .past_key_values = std::nullopt};
+    DOCTEST_CHECK(from_optional.attention_mask.passed());
+    DOCTEST_CHECK(from_optional.attention_mask.is_none());
+    DOCTEST_CHECK(from_optional.past_key_values.is_none());
+    DOCTEST_CHECK(from_optional.past_key_values.value_or(nullptr) == nullptr);
+  }
+
+  DOCTEST_TEST_CASE("calls read like Python and trace exactly the keywords passed, in the call's order") {
+    kwtest::Net net;
+    TempDir dir;
+    const auto trace = trace_of(net, torch::randn({2, 3}), dir);
+    const auto& children = trace.at("children").as_array();
+    DOCTEST_REQUIRE(children.size() == 5);
+
+    // block(x, {.attention_mask = m, .past_key_values = &cache, .use_cache = true})
+    const auto& first = children[0].at("inputs").as_object();
+    DOCTEST_CHECK(keys_of(first) == std::vector<std::string>{"args", "kwargs"});
+    DOCTEST_CHECK(keys_of(first.at("kwargs")) == std::vector<std::string>{"attention_mask", "past_key_values", "use_cache"});
+    DOCTEST_CHECK(first.at("kwargs").at("past_key_values") == "DynamicCache(layers=[DynamicLayer, DynamicLayer])");
+    DOCTEST_CHECK(first.at("kwargs").at("use_cache") == "True");
+    DOCTEST_CHECK(first.at("kwargs").at("attention_mask").at("shape") == "torch.Size([2, 3])");
+
+    // block(h): defaults apply and nothing is recorded as a keyword
+    const auto& second = children[1].at("inputs").as_object();
+    DOCTEST_CHECK(keys_of(second) == std::vector<std::string>{"args"});
+    DOCTEST_CHECK_FALSE(net->block->seen_use_cache == true);  // last call below saw the default too
+
+    // block(h, {.attention_mask = nullptr, .past_key_values = nullptr}): None, not a crash
+    const auto& third = children[2].at("inputs").at("kwargs");
+    DOCTEST_CHECK(keys_of(third) == std::vector<std::string>{"attention_mask", "past_key_values"});
+    DOCTEST_CHECK(third.at("attention_mask") == "None");
+    DOCTEST_CHECK(third.at("past_key_values") == "None");
+    DOCTEST_CHECK(net->block->seen_mask_none);
+    DOCTEST_CHECK(net->block->seen_cache == nullptr);
+    DOCTEST_CHECK(net->block->seen_scaling == 0.5);
+
+    // attn({.hidden_states = h, .mode = "eager"}): keywords only, so no "args" key (Python drops it)
+    const auto& fourth = children[3].at("inputs").as_object();
+    DOCTEST_CHECK(keys_of(fourth) == std::vector<std::string>{"kwargs"});
+    DOCTEST_CHECK(fourth.at("kwargs").at("mode") == "'eager'");
+
+    // head(h, torch::Tensor(), nullptr): positional None twice
+    const auto& fifth = children[4].at("inputs").at("args").as_array();
+    DOCTEST_REQUIRE(fifth.size() == 3);
+    DOCTEST_CHECK(fifth[1] == "None");
+    DOCTEST_CHECK(fifth[2] == "None");
+  }
+
+  DOCTEST_TEST_CASE("the body sees passed values and defaults") {
+    kwtest::Block block;
+    const auto x = torch::ones({2});
+    DOCTEST_CHECK(torch::equal(block(x), x * 0.5));
+    DOCTEST_CHECK_FALSE(block->seen_use_cache);
+    DOCTEST_CHECK(torch::equal(block(x, {.attention_mask = x, .use_cache = true}), x + x));
+    DOCTEST_CHECK(block->seen_use_cache);
+    DOCTEST_CHECK(torch::equal(block->forward(x, {.scaling = 2.0}), x * 2.0));
+  }
+
+  DOCTEST_TEST_CASE("a value without tracetorch_repr keeps Python's default repr, address sanitised") {
+    struct Plain {};
+    struct Visitor final : tracetorch::detail::ValueVisitor {
+      std::string seen;
+      void none() override { seen = "None"; }
+      void boolean(bool) override {}
+      void integer(std::int64_t) override {}
+      void floating(double) override {}
+      void string(std::string_view) override {}
+      void dtype(c10::ScalarType) override {}
+      void tensor(const torch::Tensor&) override {}
+      void repr(std::string_view text) override { seen = text; }
+      void begin_sequence() override {}
+      void begin_mapping() override {}
+      void element(std::size_t) override {}
+      void entry(std::string_view) override {}
+      void end() override {}
+    } visitor;
+    tracetorch::detail::visit_value(Plain{}, visitor);
+    DOCTEST_CHECK(visitor.seen.find(" object at 0xXXXXXXXX>") != std::string::npos);
+    tracetorch::detail::visit_value(kwtest::Cache{3}, visitor);
+    DOCTEST_CHECK(visitor.seen == "DynamicCache(layers=[DynamicLayer, DynamicLayer, DynamicLayer])");
+    tracetorch::detail::visit_value(std::shared_ptr<kwtest::Cache>(), visitor);
+    DOCTEST_CHECK(visitor.seen == "None");
+    const kwtest::Cache one{1};
+    tracetorch::detail::visit_value(&one, visitor);
+    DOCTEST_CHECK(visitor.seen == "DynamicCache(layers=[DynamicLayer])");
+  }
+}
