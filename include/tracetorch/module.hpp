@@ -156,7 +156,7 @@ class HolderCalls;
 template <class Holder, class Impl, class R, class... Given>
 class HolderCalls<Holder, Impl, R, TypeList<Given...>, TypeList<>> {
  public:
-  R operator()(Given... args) { return static_cast<Holder&>(*this)->forward(std::forward<Given>(args)...); }
+  R operator()(Given... args) { return static_cast<Holder&>(*this).invoke(std::forward<Given>(args)...); }
 };
 template <class Holder, class Impl, class R, class... Given, class Next, class... Rest>
 class HolderCalls<Holder, Impl, R, TypeList<Given...>, TypeList<Next, Rest...>>
@@ -167,7 +167,7 @@ class HolderCalls<Holder, Impl, R, TypeList<Given...>, TypeList<Next, Rest...>>
   R operator()(Given... args)
     requires requires(Impl& impl, Given&&... given) { impl.forward(std::forward<Given>(given)...); }
   {
-    return static_cast<Holder&>(*this)->call(std::forward<Given>(args)...);
+    return static_cast<Holder&>(*this).invoke(std::forward<Given>(args)...);
   }
 };
 
@@ -178,7 +178,7 @@ class HolderCallOperators {
  public:
   template <class... A>
   decltype(auto) operator()(A&&... args) {
-    return static_cast<Holder&>(*this)->call(std::forward<A>(args)...);
+    return static_cast<Holder&>(*this).invoke(std::forward<A>(args)...);
   }
 };
 #define TRACETORCH_DETAIL_HOLDER_CALLS(QUALIFIERS)                                                   \
@@ -192,7 +192,7 @@ TRACETORCH_DETAIL_HOLDER_CALLS(const noexcept);
 #undef TRACETORCH_DETAIL_HOLDER_CALLS
 
 /// The holder of a traced module: `torch::nn::ModuleHolder` whose call operators go through the
-/// traced `forward` / `call`.
+/// traced `call` (the traced forward, with forward's default arguments).
 template <class Impl, FixedString Name>
 class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>>,
                      public HolderCallOperators<TracedHolder<Impl, Name>, Impl, typename forward_pointer<Impl>::type> {
@@ -202,6 +202,26 @@ class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>>,
   using Base::Base;
   using Impl_ = Impl;
   using HolderCallOperators<TracedHolder<Impl, Name>, Impl, typename forward_pointer<Impl>::type>::operator();
+
+  template <class... A>
+  decltype(auto) invoke(A&&... args) {
+    return this->get()->call(std::forward<A>(args)...);
+  }
+};
+
+/// The holder under TRACETORCH_DISABLE: LibTorch's holder of the plain Impl with the same call
+/// operators, so that keyword calls (`layer(h, {.attention_mask = m})`) compile either way.
+template <class Impl>
+class PlainHolder : public torch::nn::ModuleHolder<Impl>,
+                    public HolderCallOperators<PlainHolder<Impl>, Impl, typename forward_pointer<Impl>::type> {
+ public:
+  using torch::nn::ModuleHolder<Impl>::ModuleHolder;
+  using HolderCallOperators<PlainHolder<Impl>, Impl, typename forward_pointer<Impl>::type>::operator();
+
+  template <class... A>
+  decltype(auto) invoke(A&&... args) {
+    return this->get()->forward(std::forward<A>(args)...);
+  }
 };
 
 /// Registration marker found by argument-dependent lookup: `TRACEABLE` declares a function
@@ -262,8 +282,14 @@ using traced_type_t = typename traced_type<T>::type;
 
 /// `TRACETORCH_TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
 #ifdef TRACETORCH_DISABLE
-// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): exactly LibTorch's holder, no tracing.
-#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType) TORCH_MODULE_IMPL(Name, ImplType)
+// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): LibTorch's holder of the plain Impl, no
+// tracing; the call operators are the traced holder's, so calls compile the same way.
+#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
+  class Name : public ::tracetorch::detail::PlainHolder<ImplType> { /* NOLINT */                  \
+   public:                                                                                        \
+    using ::tracetorch::detail::PlainHolder<ImplType>::PlainHolder;                               \
+    using Impl = ImplType;                                                                        \
+  }
 #else
 #define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
   class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
