@@ -125,6 +125,148 @@ struct WrapperImpl : torch::nn::Module {
 };
 TRACEABLE(Wrapper);
 
+/// Attention that is not a ToyAttn (no common base): a replacement only patching makes recorded.
+struct OtherAttnImpl : torch::nn::Module {
+  explicit OtherAttnImpl(bool = true) {}
+  std::tuple<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x) { return {x * 2, torch::softmax(x, -1)}; }
+};
+TRACEABLE(OtherAttn);
+TRACETORCH_TRACEABLE_IMPL(OtherToyModel, ToyModelTImpl<OtherAttn>);
+
+struct VisionToyOutput {
+  torch::Tensor last_hidden_state;
+  torch::Tensor vision_hidden_states;
+  std::optional<std::vector<torch::Tensor>> hidden_states;
+};
+TRACETORCH_OUTPUT(VisionToyOutput, last_hidden_state, vision_hidden_states, hidden_states);
+
+struct VisionToyImpl : torch::nn::Module {
+  static constexpr auto can_record_outputs = tracetorch::output_records(tracetorch::record<"hidden_states", ToyLayer>());
+  VisionToyImpl() {
+    first = register_module("first", ToyLayer(4));
+    second = register_module("second", ToyLayer(4));
+  }
+  VisionToyOutput forward(const torch::Tensor& x, const tracetorch::OutputOptions& options = {}) {
+    return tracetorch::capture_outputs(*this, options, [&] {
+      const auto h = second(first(x));
+      return VisionToyOutput{.last_hidden_state = h * 10, .vision_hidden_states = h * 3};
+    });
+  }
+  ToyLayer first{nullptr}, second{nullptr};
+};
+TRACEABLE(VisionToy);
+
+struct SelfCrossOutput {
+  torch::Tensor last_hidden_state;
+  std::optional<std::vector<torch::Tensor>> attentions;
+  std::optional<std::vector<torch::Tensor>> cross_attentions;
+};
+TRACETORCH_OUTPUT(SelfCrossOutput, last_hidden_state, attentions, cross_attentions);
+
+/// Two blocks of (self_attn, cross_attn); one record lists both recorders, as some upstream
+/// models do, and capture splits the list.
+struct SelfCrossToyImpl : torch::nn::Module {
+  static constexpr auto can_record_outputs = tracetorch::output_records(
+      tracetorch::record<"attentions", tracetorch::OutputRecorder<ToyAttn, 1, ".self_attn">,
+                         tracetorch::OutputRecorder<ToyAttn, 1, ".cross_attn">>());
+  SelfCrossToyImpl() {
+    for (int i = 0; i < 2; ++i) {
+      self_attn.push_back(register_module("self_attn" + std::to_string(i), ToyAttn()));
+      cross_attn.push_back(register_module("cross_attn" + std::to_string(i), ToyAttn()));
+    }
+  }
+  SelfCrossOutput forward(const torch::Tensor& x, const tracetorch::OutputOptions& options = {}) {
+    return tracetorch::capture_outputs(*this, options, [&] {
+      self_weights.clear();
+      cross_weights.clear();
+      auto h = x;
+      for (std::size_t i = 0; i < 2; ++i) {
+        auto [a, wa] = self_attn[i](h);
+        self_weights.push_back(wa);
+        auto [c, wc] = cross_attn[i](a + 1);
+        cross_weights.push_back(wc);
+        h = c;
+      }
+      return SelfCrossOutput{.last_hidden_state = h};
+    });
+  }
+  std::vector<ToyAttn> self_attn, cross_attn;
+  std::vector<torch::Tensor> self_weights, cross_weights;
+};
+TRACEABLE(SelfCrossToy);
+
+/// Returns (x, weights or None) with the weights as std::optional.
+struct OptAttnImpl : torch::nn::Module {
+  std::tuple<torch::Tensor, std::optional<torch::Tensor>> forward(const torch::Tensor& x, bool with_weights) {
+    return {x, with_weights ? std::optional(torch::softmax(x, -1)) : std::nullopt};
+  }
+};
+TRACEABLE(OptAttn);
+
+struct IndexToyImpl : torch::nn::Module {
+  static constexpr auto can_record_outputs = tracetorch::output_records(
+      tracetorch::record<"attentions", tracetorch::OutputRecorder<ToyAttn, 0, ".attn">, ToyLayer, OptAttn>(),
+      tracetorch::record<"cross_attentions", tracetorch::OutputRecorder<ToyAttn, -1, ".last">>());
+  IndexToyImpl() {
+    attn = register_module("attn", ToyAttn());
+    layer = register_module("layer", ToyLayer(4));
+    opt = register_module("opt", OptAttn());
+    last = register_module("last", ToyAttn());
+  }
+  SelfCrossOutput forward(const torch::Tensor& x, const tracetorch::OutputOptions& options = {}) {
+    return tracetorch::capture_outputs(*this, options, [&] {
+      attn(x);
+      layer_output = layer(x);
+      opt(x, true);
+      opt(x, false);
+      last(x);
+      return SelfCrossOutput{.last_hidden_state = x};
+    });
+  }
+  ToyAttn attn{nullptr}, last{nullptr};
+  ToyLayer layer{nullptr};
+  OptAttn opt{nullptr};
+  torch::Tensor layer_output;
+};
+TRACEABLE(IndexToy);
+
+/// Calls its layer through its Impl, which bypasses tracing: nothing can be captured.
+struct ImplCallingToyImpl : torch::nn::Module {
+  static constexpr auto can_record_outputs = tracetorch::output_records(tracetorch::record<"hidden_states", ToyLayer>());
+  ImplCallingToyImpl() { layer = register_module("layer", ToyLayer(4)); }
+  ToyOutput forward(const torch::Tensor& x, const tracetorch::OutputOptions& options = {}) {
+    return tracetorch::capture_outputs(*this, options, [&] {
+      return ToyOutput{.last_hidden_state = static_cast<ToyLayerImpl&>(*layer).forward(x)};
+    });
+  }
+  ToyLayer layer{nullptr};
+};
+TRACEABLE(ImplCallingToy);
+
+struct OrderToyOutput {
+  std::optional<std::vector<torch::Tensor>> attentions;
+  torch::Tensor last_hidden_state;
+  torch::Tensor pooler_output;
+};
+TRACETORCH_OUTPUT(OrderToyOutput, attentions, last_hidden_state, pooler_output);
+
+/// Declares a captured field before its own ones; its config says return_dict=False.
+struct OrderToyImpl : torch::nn::Module {
+  static constexpr auto can_record_outputs = tracetorch::output_records(tracetorch::record<"attentions", ToyAttn>());
+  OrderToyImpl() { attn = register_module("attn", ToyAttn()); }
+  OrderToyOutput forward(const torch::Tensor& x, const tracetorch::OutputOptions& options = {}) {
+    return tracetorch::capture_outputs(*this, options, [&] {
+      const auto h = std::get<0>(attn(x));
+      return OrderToyOutput{.last_hidden_state = h, .pooler_output = h.sum()};
+    });
+  }
+  struct {
+    bool return_dict = false;
+  } config;
+  ToyAttn attn{nullptr};
+};
+TRACEABLE(OrderToy);
+
 /// The values every layer computes, recomputed by hand: [input, layer outputs...].
 std::vector<torch::Tensor> manual_hidden_states(ToyModel& model, const torch::Tensor& x) {
   std::vector<torch::Tensor> states{x * 2};
@@ -301,14 +443,46 @@ DOCTEST_TEST_CASE("two threads capturing two models each get their own values") 
   DOCTEST_CHECK(wrong.load() == 0);
 }
 
+DOCTEST_TEST_CASE("one model shared by a capturing thread and a plain one: each call sees only its own") {
+  // Each capturing call attaches to the layers and frees its attachments when it returns, while
+  // the other thread's calls walk the same modules' lists (run under ASan in CI).
+  torch::manual_seed(5);
+  ToyModel model(3, 8);
+  const auto x = torch::randn({2, 8});
+  const auto expected = manual_hidden_states(model, x);
+  const auto plain_expected = model(x).last_hidden_state;
+  std::atomic<int> wrong{0};
+  std::thread capturing([&] {
+    for (int i = 0; i < 300; ++i) {
+      const auto out = model(x, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
+      if (!out.hidden_states || out.hidden_states->size() != 4 || !out.attentions || out.attentions->size() != 3 ||
+          !same((*out.hidden_states)[1], expected[1]) || !same((*out.hidden_states)[2], expected[2])) {
+        ++wrong;
+      }
+    }
+  });
+  std::thread plain([&] {
+    for (int i = 0; i < 300; ++i) {
+      const auto out = model(x);
+      if (out.hidden_states.has_value() || out.attentions.has_value() || !same(out.last_hidden_state, plain_expected)) {
+        ++wrong;
+      }
+    }
+  });
+  capturing.join();
+  plain.join();
+  DOCTEST_CHECK(wrong.load() == 0);
+}
+
 DOCTEST_TEST_CASE("nested models each collect their own values") {
   Wrapper wrapper;
   const auto out = wrapper(torch::randn({1, 4}), tracetorch::OutputOptions{.output_attentions = true});
   DOCTEST_REQUIRE(wrapper->inner_output.attentions.has_value());
   DOCTEST_CHECK(wrapper->inner_output.attentions->size() == 2);  // the inner model's own two
   DOCTEST_REQUIRE(out.attentions.has_value());
-  DOCTEST_CHECK(out.attentions->size() == 3);  // the outer recorder sees every ToyAttn below it, as hooks would
-  DOCTEST_CHECK(torch::equal((*out.attentions)[0], (*wrapper->inner_output.attentions)[0]));
+  // Upstream's recorders stop at a sub-model that captures for itself: the outer one sees its own only.
+  DOCTEST_REQUIRE(out.attentions->size() == 1);
+  DOCTEST_CHECK(torch::equal((*out.attentions)[0], torch::softmax(wrapper->inner_output.last_hidden_state, -1)));
 }
 
 DOCTEST_TEST_CASE("patch mapping: exact names first, then patterns in registration order") {
@@ -340,35 +514,122 @@ DOCTEST_TEST_CASE("patch mapping: exact names first, then patterns in registrati
   DOCTEST_CHECK(tracetorch::find_patch_replacement("FooAttention")->name == "StaticToyAttn");  // now the pattern
 }
 
-DOCTEST_TEST_CASE("a recorder also records a registered replacement, and a compile-time one") {
+DOCTEST_TEST_CASE("patch_output_recorders: the replacement alone is recorded, and only once it was called") {
   const auto x = torch::randn({1, 4});
-  FusedToyModel fused(2, 4);
-  DOCTEST_CHECK(fused(x, tracetorch::OutputOptions{.output_attentions = true}).attentions->empty());
-  {
-    PatchKeys cleanup{{"ToyAttn"}};
-    tracetorch::register_patch_mapping({{"ToyAttn", tracetorch::replacement<FusedToyAttn>()}});
-    DOCTEST_CHECK(fused(x, tracetorch::OutputOptions{.output_attentions = true}).attentions->size() == 2);
-    const auto report = tracetorch::patch_output_recorders(fused);
-    DOCTEST_REQUIRE(report.size() == 2);
-    DOCTEST_CHECK(report[1].field == "attentions");
-    DOCTEST_CHECK(report[1].target == "ToyAttn");
-    DOCTEST_CHECK(report[1].replacement == "FusedToyAttn");
-    DOCTEST_CHECK(report[0].replacement.empty());
-  }
-  DOCTEST_CHECK(fused(x, tracetorch::OutputOptions{.output_attentions = true}).attentions->empty());
+  const tracetorch::OutputOptions attentions{.output_attentions = true};
+  OtherToyModel other(2, 4);  // its attention modules are OtherAttn, not ToyAttn
+  ToyModel original(2, 4);
+  DOCTEST_CHECK(other(x, attentions).attentions->empty());
+  PatchKeys cleanup{{"ToyAttn"}};
+  tracetorch::register_patch_mapping({{"ToyAttn", tracetorch::replacement<OtherAttn>()}});
+  DOCTEST_CHECK(other(x, attentions).attentions->empty());  // registered, not yet patched: as upstream
+  const auto report = tracetorch::patch_output_recorders(other);
+  DOCTEST_REQUIRE(report.size() == 2);
+  DOCTEST_CHECK(report[1].field == "attentions");
+  DOCTEST_CHECK(report[1].target == "ToyAttn");
+  DOCTEST_CHECK(report[1].replacement == "OtherAttn");
+  DOCTEST_CHECK(report[0].replacement.empty());
+  const auto patched = other(x, attentions);
+  DOCTEST_REQUIRE(patched.attentions->size() == 2);
+  DOCTEST_CHECK(torch::equal((*patched.attentions)[0], torch::softmax(x, -1)));
+  // Patching is per model class: ToyModel still records ToyAttn until it is patched, then only
+  // the replacement, which it does not contain.
+  DOCTEST_CHECK(original(x, attentions).attentions->size() == 2);
+  tracetorch::patch_output_recorders(original);
+  DOCTEST_CHECK(original(x, attentions).attentions->empty());
+  tracetorch::unpatch_output_recorders();
+  DOCTEST_CHECK(original(x, attentions).attentions->size() == 2);
+  DOCTEST_CHECK(other(x, attentions).attentions->empty());
+}
+
+DOCTEST_TEST_CASE("recorder targets match subclasses, as isinstance; compile-time replacements too") {
+  const auto x = torch::randn({1, 4});
+  FusedToyModel subclassed(2, 4);  // FusedToyAttnImpl derives from ToyAttnImpl
+  const auto out = subclassed(x, tracetorch::OutputOptions{.output_attentions = true});
+  DOCTEST_REQUIRE(out.attentions->size() == 2);
+  DOCTEST_CHECK(torch::equal((*out.attentions)[0], torch::softmax(x, -1)));
   StaticToyModel static_model(2, 4);
   DOCTEST_CHECK(static_model(x, tracetorch::OutputOptions{.output_attentions = true}).attentions->size() == 2);
 }
 
-DOCTEST_TEST_CASE("layer_name matches whole path components") {
+DOCTEST_TEST_CASE("layer_name is a substring of the path written with a leading dot, as upstream") {
   using tracetorch::detail::path_has_layer_name;
-  DOCTEST_CHECK(path_has_layer_name("layer.0.crossattention.self", "crossattention"));
-  DOCTEST_CHECK(path_has_layer_name("crossattention", "crossattention"));
-  DOCTEST_CHECK(path_has_layer_name("layer.0.crossattention.self", "0.crossattention"));
-  DOCTEST_CHECK_FALSE(path_has_layer_name("layer.0.crossattention_x.self", "crossattention"));
-  DOCTEST_CHECK_FALSE(path_has_layer_name("layer.0.my_crossattention.self", "crossattention"));
-  DOCTEST_CHECK_FALSE(path_has_layer_name("layer.0.crossattention.self", "attention"));
+  DOCTEST_CHECK(path_has_layer_name("layer.0.crossattention.self", ".crossattention"));
+  DOCTEST_CHECK(path_has_layer_name("crossattention", ".crossattention"));
+  DOCTEST_CHECK(path_has_layer_name("h.0.attn", ".attn"));
+  DOCTEST_CHECK(path_has_layer_name("layer.0.crossattention.self", "attention"));  // a substring matches
+  DOCTEST_CHECK_FALSE(path_has_layer_name("layer.0.crossattention.self", ".attention"));
+  DOCTEST_CHECK(path_has_layer_name("layer.0.attention_x.self", ".attention"));
   DOCTEST_CHECK(path_has_layer_name("anything", ""));
+}
+
+DOCTEST_TEST_CASE("a model with no layers: hidden_states is (last_hidden_state,)") {
+  ToyModel empty(0, 4);
+  const auto x = torch::randn({1, 4});
+  const auto out = empty(x, tracetorch::OutputOptions{.output_hidden_states = true, .output_attentions = true});
+  DOCTEST_REQUIRE(out.hidden_states->size() == 1);
+  DOCTEST_CHECK(torch::equal(out.hidden_states->front(), out.last_hidden_state));
+  DOCTEST_CHECK(out.attentions->empty());
+}
+
+DOCTEST_TEST_CASE("an output with vision_hidden_states ties the last hidden state to it") {
+  VisionToy model;
+  const auto x = torch::randn({1, 4});
+  const auto out = model(x, tracetorch::OutputOptions{.output_hidden_states = true});
+  DOCTEST_REQUIRE(out.hidden_states->size() == 3);
+  DOCTEST_CHECK(torch::equal(out.hidden_states->back(), out.vision_hidden_states));
+  DOCTEST_CHECK_FALSE(torch::equal(out.hidden_states->back(), out.last_hidden_state));
+}
+
+DOCTEST_TEST_CASE("two recorders under attentions: split by position into attentions and cross_attentions") {
+  SelfCrossToy model;
+  const auto x = torch::randn({1, 4});
+  const auto out = model(x, tracetorch::OutputOptions{.output_attentions = true});
+  DOCTEST_REQUIRE(out.attentions->size() == 2);
+  DOCTEST_REQUIRE(out.cross_attentions->size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    DOCTEST_CHECK(torch::equal((*out.attentions)[i], model->self_weights[i]));
+    DOCTEST_CHECK(torch::equal((*out.cross_attentions)[i], model->cross_weights[i]));
+  }
+}
+
+DOCTEST_TEST_CASE("recorder indices: OutputRecorder defaults to 0, a bare type to the field's; one tensor is recorded whole") {
+  IndexToy model;
+  const auto x = torch::randn({1, 4});
+  const auto out = model(x, tracetorch::OutputOptions{.output_attentions = true});
+  // attentions: OutputRecorder<ToyAttn> (index 0: x * 2), then ToyLayer as a bare type (index 1,
+  // but it returns one tensor: recorded whole), then OptAttn's std::optional weights (None skipped).
+  DOCTEST_REQUIRE(out.attentions->size() == 3);
+  DOCTEST_CHECK(torch::equal((*out.attentions)[0], x * 2));
+  DOCTEST_CHECK(torch::equal((*out.attentions)[1], model->layer_output));
+  DOCTEST_CHECK(torch::equal((*out.attentions)[2], torch::softmax(x, -1)));
+  DOCTEST_REQUIRE(out.cross_attentions->size() == 1);  // OutputRecorder<ToyAttn, -1>: the last element
+  DOCTEST_CHECK(torch::equal(out.cross_attentions->front(), torch::softmax(x, -1)));
+}
+
+DOCTEST_TEST_CASE("recorder modules that never ran through their traced forward: an error, not an empty capture") {
+  ImplCallingToy model;
+  const auto x = torch::randn({1, 4});
+  DOCTEST_CHECK_THROWS_WITH_AS(model(x, tracetorch::OutputOptions{.output_hidden_states = true}),
+                               doctest::Contains("none ran through its traced forward"), tracetorch::Error);
+  DOCTEST_CHECK_NOTHROW(model(x));  // nothing requested: nothing checked
+}
+
+DOCTEST_TEST_CASE("to_tuple(out, model): the forward's own fields first, then the captured ones, as upstream's ModelOutput") {
+  OrderToy model;
+  const auto x = torch::randn({1, 4});
+  const auto out = model(x, tracetorch::OutputOptions{.output_attentions = true});
+  const auto upstream = tracetorch::to_tuple(out, model);
+  DOCTEST_REQUIRE(upstream.size() == 3);
+  DOCTEST_CHECK(torch::equal(upstream[0].toTensor(), out.last_hidden_state));
+  DOCTEST_CHECK(torch::equal(upstream[1].toTensor(), out.pooler_output));
+  DOCTEST_CHECK(upstream[2].isTensorList());
+  const auto declared = tracetorch::to_tuple(out);  // declaration order
+  DOCTEST_CHECK(declared[0].isTensorList());
+  // return_dict: the call, else the config, else true.
+  DOCTEST_CHECK_FALSE(tracetorch::resolve_output_options(*model, {}).return_dict);
+  DOCTEST_CHECK(tracetorch::resolve_output_options(*model, {.return_dict = true}).return_dict);
+  DOCTEST_CHECK(tracetorch::resolve_output_options(*ToyModel(1, 4), {}).return_dict);
 }
 
 DOCTEST_TEST_CASE("cross-attention model: attentions and cross_attentions from one class, told apart by layer_name") {

@@ -711,6 +711,33 @@ DOCTEST_TEST_CASE("one model traced while many threads call it: every trace writ
   DOCTEST_CHECK(snapshot(dir.path()) == reference);
 }
 
+DOCTEST_TEST_CASE("debugger scopes opened and closed on one thread while another calls the model: no trace mixes") {
+  // Each scope frees its attachments while the plain thread's calls may be walking past them,
+  // and a scope that ends while the other thread records waits for it (run under ASan in CI).
+  auto model = make_outer();
+  const auto reference = trace_files(model, outer_input(), true);
+  const auto plain_expected = model(outer_input());
+  std::atomic<bool> done{false};
+  std::atomic<int> wrong{0};
+  std::thread plain([&] {
+    for (int i = 0; i < 2000 && !done; ++i) {
+      if (!torch::equal(model(outer_input()), plain_expected)) ++wrong;
+    }
+  });
+  for (int i = 0; i < 40; ++i) {
+    TempDir dir;
+    {
+      auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .do_prune_layers = false});
+      model(outer_input());
+    }
+    // The plain thread may have recorded the forward instead of this one; either way it is whole.
+    if (snapshot(dir.path()) != reference) ++wrong;
+  }
+  done = true;
+  plain.join();
+  DOCTEST_CHECK(wrong.load() == 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Nested scopes
 

@@ -145,8 +145,8 @@ struct BertDecoderModelImpl : torch::nn::Module {
   /// attribute name on the path (`layer.0.attention.self` vs `layer.0.crossattention.self`).
   static constexpr auto can_record_outputs = tracetorch::output_records(
       tracetorch::record<"hidden_states", BertLayer>(),
-      tracetorch::record<"attentions", tracetorch::OutputRecorder<BertSelfAttention, 1, "attention">>(),
-      tracetorch::record<"cross_attentions", tracetorch::OutputRecorder<BertSelfAttention, 1, "crossattention">>());
+      tracetorch::record<"attentions", tracetorch::OutputRecorder<BertSelfAttention, 1, ".attention.">>(),
+      tracetorch::record<"cross_attentions", tracetorch::OutputRecorder<BertSelfAttention, 1, ".crossattention.">>());
 
   explicit BertDecoderModelImpl(const BertConfig& config) : config(config) {
     embeddings = register_module("embeddings", BertEmbeddings(config));

@@ -442,13 +442,18 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       : root_name_(std::move(root_name)), options_(std::move(options)) {}
 
   // CallObserver
-  void on_enter(const Attachment& at, const CallArgs& args) override {
+  bool on_enter(const Attachment& at, const CallArgs& args) override {
     const auto me = std::this_thread::get_id();
     if (at.is_root && owner_.load(std::memory_order_relaxed) != me) {
       // One compare-exchange, so that of two threads starting a forward at once exactly one
       // records; the other's forward runs untraced.
       std::thread::id nobody;
-      if (!owner_.compare_exchange_strong(nobody, me)) return;
+      if (!owner_.compare_exchange_strong(nobody, me)) return false;
+      if (closing_.load()) {  // the scope is ending: no new forward (see close())
+        owner_.store(std::thread::id());
+        owner_.notify_all();
+        return false;
+      }
       begin_forward();
       try {
         push(at, args, true);
@@ -456,11 +461,24 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
         end_forward(false);
         throw;
       }
-      return;
+      return true;
     }
-    if (owner_.load(std::memory_order_relaxed) != me) return;
+    if (owner_.load(std::memory_order_relaxed) != me) return false;
     if (at.is_root) ++nested_root_calls_;
     push(at, args, false);
+    return true;
+  }
+
+  /// The scope's end: no forward starts from now on, and one that another thread is recording
+  /// runs to its end, whole, before this returns; only then are the attachments freed.
+  /// (closing_ is set before owner_ is read, and on_enter claims owner_ before reading closing_:
+  /// either the claim sees the scope closing and backs out, or this sees the claim and waits.)
+  void close() noexcept {
+    closing_.store(true);
+    for (auto owner = owner_.load(); owner != std::thread::id() && owner != std::this_thread::get_id();
+         owner = owner_.load()) {
+      owner_.wait(owner);
+    }
   }
 
   void on_exit(const Attachment& at, const CallResult& result) override {
@@ -653,6 +671,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     arena_.rewind();  // nothing the forward allocated there is alive now
     no_grad_.reset();
     owner_.store(std::thread::id());
+    owner_.notify_all();
   }
 
   /// transformers' file stem is the module path; a module called again in the same forward
@@ -740,6 +759,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   std::string root_name_;
   DebuggerOptions options_;
   std::atomic<std::thread::id> owner_{};
+  std::atomic<bool> closing_{false};
   int nested_root_calls_ = 0;
   struct StagedFile {
     std::pmr::string staged;
@@ -789,7 +809,10 @@ class [[nodiscard]] DebuggerScope {
       : session_(std::move(session)), attachments_(std::move(attachments)) {}
   DebuggerScope(DebuggerScope&&) noexcept = default;
   DebuggerScope& operator=(DebuggerScope&&) = delete;  // would free a session still attached
-  ~DebuggerScope() = default;
+  ~DebuggerScope() {
+    if (session_) session_->close();
+    attachments_.reset();
+  }
 
   /// Modules under the root that are not TRACEABLE (plain LibTorch modules): their calls are
   /// not in the trace. Empty on a rank other than 0.

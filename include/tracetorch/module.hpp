@@ -72,16 +72,14 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
         request && !::tracetorch::detail::debug_io_running()) [[unlikely]] {                      \
       return ::tracetorch::detail::run_with_debug_io<R>(*this, this->traced_name(), *request, [&]() -> R { \
         return ::tracetorch::detail::traced_call<R>(                                              \
-            *this, this->attachments_.load(std::memory_order_acquire),                            \
-            [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...);     \
+            *this, [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...); \
       });                                                                                         \
     }                                                                                             \
   }                                                                                               \
-  ::tracetorch::detail::Attachment* head = this->attachments_.load(std::memory_order_acquire);  \
-  if (head == nullptr) [[likely]]                                                                 \
+  if (this->attachments_.load(std::memory_order_acquire) == nullptr) [[likely]]                 \
     return Impl::forward(std::forward<Types>(values)...);                                        \
   return ::tracetorch::detail::traced_call<R>(                                                   \
-      *this, head, [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...)
+      *this, [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...)
 #else
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values) return Impl::forward(std::forward<Types>(values)...)
 #endif

@@ -1,4 +1,4 @@
-// expect: index names an element of the target's forward output that is not a torch::Tensor
+// expect: index names an element of the target's forward output that is neither a torch::Tensor nor
 #include <tracetorch/capture.hpp>
 
 struct AttnImpl : torch::nn::Module {

@@ -15,12 +15,6 @@
 
 namespace tracetorch::detail {
 
-/// Serialises changes to attachment lists; calls read the lists without it (one atomic load).
-inline std::mutex& attachment_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-
 /// Containers have no forward of their own (Python's ModuleList is never called either), so
 /// they are not reported as untraced; their elements are checked on their own.
 inline bool is_container(const torch::nn::Module& module) noexcept {
@@ -42,7 +36,7 @@ class AttachmentSet {
   /// Modules that are not traced (and not containers) are listed in untraced().
   void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
     const auto named = root.named_modules("", /*include_self=*/true);
-    std::lock_guard lock(attachment_mutex());
+    std::unique_lock lock(attachment_mutex());
     attachments_.reserve(attachments_.size() + named.size());
     for (const auto& item : named) {
       auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
@@ -57,12 +51,12 @@ class AttachmentSet {
 
   /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
   void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
-    std::lock_guard lock(attachment_mutex());
+    std::unique_lock lock(attachment_mutex());
     add_locked(module, observer, std::move(module_path), false, false, tag);
   }
 
   void detach() noexcept {
-    std::lock_guard lock(attachment_mutex());
+    std::unique_lock lock(attachment_mutex());
     for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
       Attachment& at = **it;
       // Scopes normally end in reverse order; unlink from anywhere in the list if not.

@@ -5,8 +5,12 @@
 
 #include <torch/torch.h>
 
+#include <boost/container/small_vector.hpp>
+
 #include <atomic>
 #include <cstddef>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -21,7 +25,9 @@ class CallObserver;
 class TracedModuleBase;
 
 /// One observer attached to one module instance. A module's attachments form a singly linked
-/// list, newest first, so nested scopes attach and detach like a stack.
+/// list, newest first, so nested scopes attach and detach like a stack. The list is changed and
+/// walked under attachment_mutex(): a call on one thread may walk past another thread's
+/// attachments while that thread detaches them, and must never see them freed.
 struct Attachment {
   CallObserver* observer = nullptr;
   TracedModuleBase* module = nullptr;
@@ -74,7 +80,7 @@ class CallArgs {
 /// The value a call returned.
 class CallResult {
  public:
-  /// The result itself if it is a tensor (index 0), or element `index` of a tuple result.
+  /// Element `index` of a tuple result, or the result itself if it is not a tuple.
   virtual torch::Tensor tensor(std::size_t index) const = 0;
   virtual void visit(ValueVisitor& visitor) const = 0;
 
@@ -82,9 +88,20 @@ class CallResult {
   ~CallResult() = default;
 };
 
+/// Guards every module's attachment list: attaching and detaching take it exclusively, a traced
+/// call shares it only while it walks the list to enter the observers (never during the forward).
+inline std::shared_mutex& attachment_mutex() {
+  static std::shared_mutex mutex;
+  return mutex;
+}
+
 class CallObserver {
  public:
-  virtual void on_enter(const Attachment& at, const CallArgs& args) = 0;
+  /// Returns whether this observer follows the call (a call on another thread than the one it
+  /// watches: false). on_exit or on_unwind comes only after a true; an observer that returned
+  /// true stays alive until then (its owner detaches only after its own calls have returned,
+  /// or waits for them).
+  virtual bool on_enter(const Attachment& at, const CallArgs& args) = 0;
   virtual void on_exit(const Attachment& at, const CallResult& result) = 0;
   /// The forward threw: drop what on_enter started, restore what it changed.
   virtual void on_unwind(const Attachment& at) noexcept = 0;
@@ -155,7 +172,8 @@ class CallResultOf final : public CallResult {
       std::apply([&](const auto&... e) { ((i++ == index ? void(found = tensor_of(e)) : void()), ...); }, result_);
       return found;
     } else {
-      return index == 0 ? tensor_of(result_) : torch::Tensor();
+      (void)index;  // not a tuple: the whole result, whatever the index (as upstream's hooks)
+      return tensor_of(result_);
     }
   }
 
@@ -171,55 +189,68 @@ class VoidResult final : public CallResult {
   void visit(ValueVisitor& visitor) const override { visitor.none(); }
 };
 
-/// Unwinds the attachments in [first, last), last entered first.
-inline void unwind_attachments(Attachment* first, Attachment* last) noexcept {
-  if (first == last) return;
-  unwind_attachments(first->next, last);
-  first->observer->on_unwind(*first);
+/// The attachments a call entered, in the order entered. Almost always one or two.
+using EnteredAttachments = boost::container::small_vector<Attachment*, 4>;
+
+/// Unwinds the entered attachments, last entered first.
+inline void unwind_attachments(const EnteredAttachments& entered) noexcept {
+  for (auto it = entered.rbegin(); it != entered.rend(); ++it) (*it)->observer->on_unwind(**it);
 }
 
-/// Exits the attachments from `at` on, in the reverse of the order they were entered, so that
+/// Exits the entered attachments in the reverse of the order they were entered, so that
 /// observers that save and restore state (grad mode) nest properly. If one throws, those it
 /// would have been followed by are unwound instead.
-inline void exit_attachments(Attachment* at, const CallResult& view) {
-  if (at == nullptr) return;
+inline void exit_attachments(const EnteredAttachments& entered, const CallResult& view) {
+  for (std::size_t i = entered.size(); i-- > 0;) {
+    try {
+      entered[i]->observer->on_exit(*entered[i], view);
+    } catch (...) {
+      for (std::size_t j = i; j-- > 0;) entered[j]->observer->on_unwind(*entered[j]);
+      throw;
+    }
+  }
+}
+
+/// Enters the observers attached to `module` that follow this call. The list is read under the
+/// shared lock, so no other thread can free an attachment while this one passes it; the
+/// attachments entered belong to observers that follow this thread, which keep them alive.
+template <class... A>
+EnteredAttachments enter_attachments(TracedModuleBase& module, const A&... args) {
+  EnteredAttachments entered;
+  const CallArgsOf<A...> view(args...);
+  std::shared_lock lock(attachment_mutex());
   try {
-    exit_attachments(at->next, view);
+    for (Attachment* at = module.attachments_.load(std::memory_order_acquire); at != nullptr; at = at->next) {
+      if (at->observer->on_enter(*at, view)) entered.push_back(at);
+    }
   } catch (...) {
-    at->observer->on_unwind(*at);
+    unwind_attachments(entered);
     throw;
   }
-  at->observer->on_exit(*at, view);
+  return entered;
 }
 
 /// The slow path of a traced call, out of line so the untraced path stays small.
-/// Contract with the observers: once on_enter has returned, exactly one of on_exit or on_unwind
-/// follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
-template <class R, class Module, class Call, class... A>
-[[gnu::noinline]] R traced_call(Module& /*module*/, Attachment* head, Call&& call, const A&... args) {
-  Attachment* entered_end = head;
-  try {
-    const CallArgsOf<A...> view(args...);
-    for (; entered_end != nullptr; entered_end = entered_end->next) entered_end->observer->on_enter(*entered_end, view);
-  } catch (...) {
-    unwind_attachments(head, entered_end);
-    throw;
-  }
-  const auto finish = [head](const CallResult& view) { exit_attachments(head, view); };
+/// Contract with the observers: once on_enter has returned true, exactly one of on_exit or
+/// on_unwind follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
+template <class R, class Call, class... A>
+[[gnu::noinline]] R traced_call(TracedModuleBase& module, Call&& call, const A&... args) {
+  const EnteredAttachments entered = enter_attachments(module, args...);
+  if (entered.empty()) return call();  // another thread's observers only
   const auto run = [&]() -> R {
     try {
       return call();
     } catch (...) {
-      unwind_attachments(head, nullptr);
+      unwind_attachments(entered);
       throw;
     }
   };
   if constexpr (std::is_void_v<R>) {
     run();
-    finish(VoidResult());
+    exit_attachments(entered, VoidResult());
   } else {
     R result = run();
-    finish(CallResultOf<R>(result));
+    exit_attachments(entered, CallResultOf<R>(result));
     return result;
   }
 }
