@@ -7,6 +7,104 @@
 /// `TRACEABLE(Name)` on each module class, `tracetorch::nn::` traced layers, and
 /// `tracetorch::model_addition_debugger` to trace a forward pass.
 
+// ---- begin tracetorch/cache.hpp ----
+/// \file
+/// transformers' `DynamicCache` (cache_utils.py): the key/value cache newer transformers models
+/// build when `use_cache` is on and hand to every decoder layer as `past_key_values`. A trace
+/// records it by upstream's repr, `DynamicCache(layers=[DynamicLayer, DynamicLayer])`.
+///
+/// \code
+/// tracetorch::DynamicCache cache(config.num_hidden_layers);   // upstream: DynamicCache(config=config)
+/// std::tie(k, v) = cache.update(k, v, layer_idx);             // keys/values so far, this step's appended
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/error.hpp ----
+/// \file
+/// The one exception type tracetorch throws for bad input and failed I/O.
+
+#include <stdexcept>
+#include <string>
+
+namespace tracetorch {
+
+/// Thrown for unreadable or malformed files, unwritable paths and misuse.
+/// The message names the file (where there is one) and the cause.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tracetorch
+// ---- end tracetorch/error.hpp ----
+
+namespace tracetorch {
+
+class DynamicCache {
+ public:
+  /// No layers yet: each `update` for a new layer index appends layers up to it, as upstream's
+  /// `DynamicCache()` does.
+  DynamicCache() = default;
+  /// `num_layers` layers made up front, as upstream's `DynamicCache(config=...)` does for a model
+  /// whose layers all use full attention.
+  explicit DynamicCache(std::int64_t num_layers) {
+    if (num_layers < 0) throw Error("DynamicCache: negative layer count " + std::to_string(num_layers));
+    layers_.resize(static_cast<std::size_t>(num_layers));
+  }
+
+  /// Appends this step's keys and values ([batch, heads, seq, head_dim]) to layer `layer_idx`
+  /// along the sequence dimension and returns the layer's keys and values so far.
+  std::pair<torch::Tensor, torch::Tensor> update(const torch::Tensor& key_states, const torch::Tensor& value_states,
+                                                 std::int64_t layer_idx) {
+    if (layer_idx < 0) throw Error("DynamicCache::update: negative layer index " + std::to_string(layer_idx));
+    if (static_cast<std::size_t>(layer_idx) >= layers_.size()) layers_.resize(static_cast<std::size_t>(layer_idx) + 1);
+    auto& layer = layers_[static_cast<std::size_t>(layer_idx)];
+    if (!layer.keys.defined()) {
+      layer.keys = key_states;
+      layer.values = value_states;
+    } else {
+      layer.keys = torch::cat({layer.keys, key_states}, -2);
+      layer.values = torch::cat({layer.values, value_states}, -2);
+    }
+    return {layer.keys, layer.values};
+  }
+
+  /// Tokens cached in layer `layer_idx` (0 for a layer not yet filled).
+  std::int64_t get_seq_length(std::int64_t layer_idx = 0) const {
+    if (layer_idx < 0 || static_cast<std::size_t>(layer_idx) >= layers_.size()) return 0;
+    const auto& layer = layers_[static_cast<std::size_t>(layer_idx)];
+    return layer.keys.defined() ? layer.keys.size(-2) : 0;
+  }
+
+  /// The number of layers (made up front or reached by `update`).
+  std::size_t size() const noexcept { return layers_.size(); }
+  /// Layer `layer_idx`'s keys and values so far (undefined before its first update).
+  const torch::Tensor& keys(std::size_t layer_idx) const { return layers_.at(layer_idx).keys; }
+  const torch::Tensor& values(std::size_t layer_idx) const { return layers_.at(layer_idx).values; }
+
+ private:
+  struct Layer {
+    torch::Tensor keys, values;
+  };
+  std::vector<Layer> layers_;
+};
+
+/// Upstream's repr: `Cache.__repr__` lists its layers, each shown by its class name.
+inline std::string tracetorch_repr(const DynamicCache& cache) {
+  std::string text = "DynamicCache(layers=[";
+  for (std::size_t i = 0; i < cache.size(); ++i) text += i == 0 ? "DynamicLayer" : ", DynamicLayer";
+  return text + "])";
+}
+
+}  // namespace tracetorch
+// ---- end tracetorch/cache.hpp ----
 // ---- begin tracetorch/capture.hpp ----
 /// \file
 /// Output capturing: transformers' `@capture_outputs`, `_can_record_outputs` and `OutputRecorder`
@@ -123,8 +221,9 @@ class ValueVisitor {
   virtual void string(std::string_view value) = 0;
   virtual void dtype(c10::ScalarType value) = 0;
   virtual void tensor(const torch::Tensor& value) = 0;
-  /// A value of a type that has no Python form here: Python shows its default repr.
-  virtual void opaque(std::string_view type_name) = 0;
+  /// A value Python serialises as its repr: a type's `tracetorch_repr`, or the default
+  /// `<Type object at 0xXXXXXXXX>` (the address sanitised as the debugger does).
+  virtual void repr(std::string_view python_repr) = 0;
   virtual void begin_sequence() = 0;
   virtual void begin_mapping() = 0;
   /// The next value is element `index` of the open sequence.
@@ -171,6 +270,21 @@ concept is_keyword_pack = requires(const T& v) {
   tracetorch_keywords(v, [](std::string_view, const auto&) {});
 };
 
+/// `std::string tracetorch_repr(const T&)`, found by argument-dependent lookup, gives a type the
+/// repr line Python's debugger would record for the object it stands for.
+template <class T>
+concept has_python_repr = requires(const T& v) {
+  { tracetorch_repr(v) } -> std::convertible_to<std::string_view>;
+};
+
+/// Raw and smart pointers stand for the object they point to (Python passes references); null is None.
+template <class T>
+concept is_pointer_like = (std::is_pointer_v<T> && !is_string_like<T>) || requires(const T& p) {
+  typename T::element_type;
+  p.get();
+  *p;
+};
+
 /// True when Python would hold None here: ModelOutput leaves such fields out.
 template <class T>
 bool is_none_like(const T& value) {
@@ -181,6 +295,8 @@ bool is_none_like(const T& value) {
     return !value.has_value();
   } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
     return true;
+  } else if constexpr (is_pointer_like<U>) {
+    return value == nullptr;
   } else {
     return false;
   }
@@ -207,6 +323,10 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     } else {
       visitor.none();
     }
+  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
+    visitor.none();  // before strings: nullptr converts to std::string_view
+  } else if constexpr (has_python_repr<U>) {
+    visitor.repr(std::string_view(tracetorch_repr(value)));
   } else if constexpr (std::is_same_v<U, bool>) {
     visitor.boolean(value);
   } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
@@ -217,8 +337,6 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     visitor.dtype(value);
   } else if constexpr (is_string_like<U>) {
     visitor.string(std::string_view(value));
-  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
-    visitor.none();
   } else if constexpr (std::is_same_v<U, c10::Scalar>) {
     if (value.isBoolean()) {
       visitor.boolean(value.toBool());
@@ -232,6 +350,12 @@ void visit_value(const T& value, ValueVisitor& visitor) {
       visit_value(*value, visitor);
     } else {
       visitor.none();
+    }
+  } else if constexpr (is_pointer_like<U>) {
+    if (value == nullptr) {
+      visitor.none();
+    } else {
+      visit_value(*value, visitor);
     }
   } else if constexpr (has_named_fields<U>) {
     visitor.begin_mapping();
@@ -270,7 +394,7 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     }
     visitor.end();
   } else {
-    visitor.opaque(c10::demangle(typeid(U).name()));
+    visitor.repr("<" + c10::demangle(typeid(U).name()) + " object at 0xXXXXXXXX>");
   }
 }
 
@@ -580,24 +704,6 @@ class AttachmentSet {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/attachments.hpp ----
-// ---- begin tracetorch/error.hpp ----
-/// \file
-/// The one exception type tracetorch throws for bad input and failed I/O.
-
-#include <stdexcept>
-#include <string>
-
-namespace tracetorch {
-
-/// Thrown for unreadable or malformed files, unwritable paths and misuse.
-/// The message names the file (where there is one) and the cause.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-}  // namespace tracetorch
-// ---- end tracetorch/error.hpp ----
 // ---- begin tracetorch/module.hpp ----
 /// \file
 /// `TRACEABLE(Name)`: the one annotation a module class needs.
@@ -624,6 +730,99 @@ class Error : public std::runtime_error {
 #include <type_traits>
 #include <utility>
 
+// ---- begin tracetorch/detail/debug_io.hpp ----
+// Tracing switched on from the call, as upstream models accept `debug_io=True`,
+// `debug_io_dir=` and `prune_layers=` (transformers' check_model_inputs wraps such a call in
+// model_addition_debugger_context). A traced forward whose arguments include an options struct
+// with those members checks them; the debugger itself is reached through a pointer that
+// <tracetorch/debugger.hpp> sets, so model code compiles without it.
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+
+namespace tracetorch::detail {
+
+/// What a call asked for: transformers' defaults are "model_debug" and no pruning (its
+/// `prune_layers` keyword defaults to None).
+struct DebugIoRequest {
+  std::string debug_io_dir = "model_debug";
+  bool prune_layers = false;
+};
+
+/// An options struct carrying upstream's debug_io keywords.
+template <class T>
+concept has_debug_io_keywords = requires(const T& options) {
+  { options.debug_io.value_or(false) } -> std::convertible_to<bool>;
+  options.debug_io_dir;
+  options.prune_layers;
+};
+
+template <class... A>
+inline constexpr bool any_debug_io_keywords = (has_debug_io_keywords<std::remove_cvref_t<A>> || ...);
+
+/// The request of the first argument that sets debug_io=true, if any.
+template <class... A>
+std::optional<DebugIoRequest> debug_io_request(const A&... args) {
+  std::optional<DebugIoRequest> request;
+  const auto look = [&](const auto& arg) {
+    using T = std::remove_cvref_t<decltype(arg)>;
+    if constexpr (has_debug_io_keywords<T>) {
+      if (!request && arg.debug_io.value_or(false)) {
+        request.emplace();
+        if (arg.debug_io_dir) request->debug_io_dir = *arg.debug_io_dir;
+        if (arg.prune_layers) request->prune_layers = *arg.prune_layers;
+      }
+    }
+  };
+  (look(args), ...);
+  return request;
+}
+
+/// Runs `call` (the traced forward of `root` again) under a debugger rooted at `root`.
+using DebugIoRunner = void (*)(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request,
+                               const std::function<void()>& call);
+
+inline std::atomic<DebugIoRunner>& debug_io_runner() {
+  static std::atomic<DebugIoRunner> runner{nullptr};
+  return runner;
+}
+
+/// True on a thread while a debug_io call runs: the call under the debugger must not start
+/// another one.
+inline bool& debug_io_running() {
+  thread_local bool running = false;
+  return running;
+}
+
+template <class R, class Call>
+R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request, Call&& call) {
+  const DebugIoRunner runner = debug_io_runner().load(std::memory_order_acquire);
+  if (runner == nullptr) {
+    throw Error("tracetorch: debug_io=true needs the debugger: include <tracetorch/debugger.hpp> (or "
+                "<tracetorch/tracetorch.hpp>) in one translation unit of the program");
+  }
+  struct Running {
+    Running() { debug_io_running() = true; }
+    ~Running() { debug_io_running() = false; }
+  } running;
+  if constexpr (std::is_void_v<R>) {
+    runner(root, root_name, request, [&] { call(); });
+  } else {
+    std::optional<R> result;
+    runner(root, root_name, request, [&] { result.emplace(call()); });
+    return std::move(*result);
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/debug_io.hpp ----
 
 namespace tracetorch::detail {
 
@@ -665,6 +864,16 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
 // attached; otherwise the observers see the call (detail/call.hpp).
 #ifndef TRACETORCH_DISABLE
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
+  if constexpr (::tracetorch::detail::any_debug_io_keywords<Types...>) {                          \
+    if (auto request = ::tracetorch::detail::debug_io_request(values...);                         \
+        request && !::tracetorch::detail::debug_io_running()) [[unlikely]] {                      \
+      return ::tracetorch::detail::run_with_debug_io<R>(*this, this->traced_name(), *request, [&]() -> R { \
+        return ::tracetorch::detail::traced_call<R>(                                              \
+            *this, this->attachments_.load(std::memory_order_acquire),                            \
+            [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...);     \
+      });                                                                                         \
+    }                                                                                             \
+  }                                                                                               \
   ::tracetorch::detail::Attachment* head = this->attachments_.load(std::memory_order_acquire);  \
   if (head == nullptr) [[likely]]                                                                 \
     return Impl::forward(std::forward<Types>(values)...);                                        \
@@ -731,20 +940,84 @@ TRACETORCH_DETAIL_TRACED(const);
 TRACETORCH_DETAIL_TRACED(noexcept);
 TRACETORCH_DETAIL_TRACED(const noexcept);
 #undef TRACETORCH_DETAIL_TRACED
+#undef TRACETORCH_DETAIL_FORWARD_BODY
 
-/// The holder of a traced module: `torch::nn::ModuleHolder` whose call operator goes through
-/// the traced `call`, so default arguments of `forward` keep working.
+template <class... T>
+struct TypeList {};
+
+/// One call operator per number of arguments `Impl::forward` accepts, each with the exact
+/// parameter types, so that braced keyword packs work (`layer(h, {.attention_mask = m})`: a
+/// template cannot deduce a braced list) and default arguments of `forward` still apply.
+template <class Holder, class Impl, class R, class Given, class Rest>
+class HolderCalls;
+template <class Holder, class Impl, class R, class... Given>
+class HolderCalls<Holder, Impl, R, TypeList<Given...>, TypeList<>> {
+ public:
+  R operator()(Given... args) { return static_cast<Holder&>(*this).invoke(std::forward<Given>(args)...); }
+};
+template <class Holder, class Impl, class R, class... Given, class Next, class... Rest>
+class HolderCalls<Holder, Impl, R, TypeList<Given...>, TypeList<Next, Rest...>>
+    : public HolderCalls<Holder, Impl, R, TypeList<Given..., Next>, TypeList<Rest...>> {
+ public:
+  using HolderCalls<Holder, Impl, R, TypeList<Given..., Next>, TypeList<Rest...>>::operator();
+  // Fewer arguments than forward's parameters: only where forward's defaults allow it.
+  R operator()(Given... args)
+    requires requires(Impl& impl, Given&&... given) { impl.forward(std::forward<Given>(given)...); }
+  {
+    return static_cast<Holder&>(*this).invoke(std::forward<Given>(args)...);
+  }
+};
+
+/// The call operators of a holder whose `Impl::forward` is overloaded or a template: one
+/// forwarding template, as LibTorch's holder has.
+template <class Holder, class Impl, class ForwardPointer>
+class HolderCallOperators {
+ public:
+  template <class... A>
+  decltype(auto) operator()(A&&... args) {
+    return static_cast<Holder&>(*this).invoke(std::forward<A>(args)...);
+  }
+};
+#define TRACETORCH_DETAIL_HOLDER_CALLS(QUALIFIERS)                                                   \
+  template <class Holder, class Impl, class C, class R, class... A>                                  \
+  class HolderCallOperators<Holder, Impl, R (C::*)(A...) QUALIFIERS>                                 \
+      : public HolderCalls<Holder, Impl, R, TypeList<>, TypeList<A...>> {}
+TRACETORCH_DETAIL_HOLDER_CALLS();
+TRACETORCH_DETAIL_HOLDER_CALLS(const);
+TRACETORCH_DETAIL_HOLDER_CALLS(noexcept);
+TRACETORCH_DETAIL_HOLDER_CALLS(const noexcept);
+#undef TRACETORCH_DETAIL_HOLDER_CALLS
+
+/// The holder of a traced module: `torch::nn::ModuleHolder` whose call operators go through the
+/// traced `call` (the traced forward, with forward's default arguments).
 template <class Impl, FixedString Name>
-class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>> {
+class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>>,
+                     public HolderCallOperators<TracedHolder<Impl, Name>, Impl, typename forward_pointer<Impl>::type> {
   using Base = torch::nn::ModuleHolder<Traced<Impl, Name>>;
 
  public:
   using Base::Base;
   using Impl_ = Impl;
+  using HolderCallOperators<TracedHolder<Impl, Name>, Impl, typename forward_pointer<Impl>::type>::operator();
 
   template <class... A>
-  decltype(auto) operator()(A&&... args) {
+  decltype(auto) invoke(A&&... args) {
     return this->get()->call(std::forward<A>(args)...);
+  }
+};
+
+/// The holder under TRACETORCH_DISABLE: LibTorch's holder of the plain Impl with the same call
+/// operators, so that keyword calls (`layer(h, {.attention_mask = m})`) compile either way.
+template <class Impl>
+class PlainHolder : public torch::nn::ModuleHolder<Impl>,
+                    public HolderCallOperators<PlainHolder<Impl>, Impl, typename forward_pointer<Impl>::type> {
+ public:
+  using torch::nn::ModuleHolder<Impl>::ModuleHolder;
+  using HolderCallOperators<PlainHolder<Impl>, Impl, typename forward_pointer<Impl>::type>::operator();
+
+  template <class... A>
+  decltype(auto) invoke(A&&... args) {
+    return this->get()->forward(std::forward<A>(args)...);
   }
 };
 
@@ -795,14 +1068,25 @@ using traced_type_t = typename traced_type<T>::type;
 }  // namespace detail
 }  // namespace tracetorch
 
-/// `TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the holder `Name`
-/// like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's path).
-#define TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+/// `TRACETORCH_TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the
+/// holder `Name` like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's
+/// path). `TRACEABLE(Name)` is its short name, left undefined under
+/// TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES (as doctest's DOCTEST_CONFIG_NO_SHORT_MACRO_NAMES).
+#define TRACETORCH_TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+#ifndef TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES
+#define TRACEABLE(Name) TRACETORCH_TRACEABLE(Name)
+#endif
 
-/// `TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
+/// `TRACETORCH_TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
 #ifdef TRACETORCH_DISABLE
-// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): exactly LibTorch's holder, no tracing.
-#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType) TORCH_MODULE_IMPL(Name, ImplType)
+// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): LibTorch's holder of the plain Impl, no
+// tracing; the call operators are the traced holder's, so calls compile the same way.
+#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
+  class Name : public ::tracetorch::detail::PlainHolder<ImplType> { /* NOLINT */                  \
+   public:                                                                                        \
+    using ::tracetorch::detail::PlainHolder<ImplType>::PlainHolder;                               \
+    using Impl = ImplType;                                                                        \
+  }
 #else
 #define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
   class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
@@ -862,6 +1146,12 @@ struct OutputOptions {
   std::optional<bool> output_attentions;
   std::optional<bool> use_cache;
   std::optional<bool> return_dict;
+  /// Trace this call with the model addition debugger, as upstream's `debug_io=True`: into
+  /// `debug_io_dir` (default "model_debug"), pruned when `prune_layers` (default false, as
+  /// upstream's None). The traced module needs nothing: its traced forward sees these keywords.
+  std::optional<bool> debug_io;
+  std::optional<std::string> debug_io_dir;
+  std::optional<bool> prune_layers;
 };
 
 /// In a trace, options appear as Python keyword arguments holding only what was set, so a call
@@ -878,6 +1168,9 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
   if (options.output_attentions) visit("output_attentions", *options.output_attentions);
   if (options.use_cache) visit("use_cache", *options.use_cache);
   if (options.return_dict) visit("return_dict", *options.return_dict);
+  if (options.debug_io) visit("debug_io", *options.debug_io);
+  if (options.debug_io_dir) visit("debug_io_dir", *options.debug_io_dir);
+  if (options.prune_layers) visit("prune_layers", *options.prune_layers);
 }
 
 /// How `capture_outputs` finishes hidden_states.
@@ -1510,6 +1803,13 @@ class OutputTuple {
 
 namespace detail {
 
+/// A to_tuple item that c10::IValue cannot hold itself.
+template <class T>
+struct TupleObject final : torch::CustomClassHolder {
+  explicit TupleObject(T object) : value(std::move(object)) {}
+  T value;
+};
+
 template <class T>
 void append_tuple_item(OutputTuple& tuple, const T& value) {
   using U = std::remove_cvref_t<T>;
@@ -1519,12 +1819,27 @@ void append_tuple_item(OutputTuple& tuple, const T& value) {
     if (value.has_value()) append_tuple_item(tuple, *value);
   } else if constexpr (std::is_same_v<U, std::vector<torch::Tensor>>) {
     tuple.push_back(c10::IValue(c10::List<torch::Tensor>(value)));
-  } else {
+  } else if constexpr (std::is_constructible_v<c10::IValue, const U&>) {
     tuple.push_back(c10::IValue(value));
+  } else {
+    // An object (a cache, a pointer to one): kept as it is in a capsule, None when null.
+    if (!is_none_like(value)) tuple.push_back(c10::IValue::make_capsule(c10::make_intrusive<TupleObject<U>>(value)));
   }
 }
 
 }  // namespace detail
+
+/// Field `i` of an OutputTuple that holds an object of type `T` (a field IValue cannot hold, such
+/// as `std::shared_ptr<DynamicCache>`); a tracetorch::Error if it holds something else.
+template <class T>
+const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
+  const auto& item = tuple[i];
+  if (item.isCapsule()) {
+    const auto capsule = item.toCapsule();
+    if (const auto* object = dynamic_cast<const detail::TupleObject<T>*>(capsule.get())) return object->value;
+  }
+  throw Error("tracetorch: OutputTuple item " + std::to_string(i) + " is not an object of the type asked for");
+}
 
 /// The tuple form of an output struct, in field order (through Boost.PFR).
 template <class Out>
@@ -1579,6 +1894,7 @@ OutputTuple to_tuple(const Out& out) {
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -4274,10 +4590,7 @@ class TraceJsonBuilder final : public ArgumentVisitor {
     *next_ = encoder_.encode(value, prefix_, next_->storage());
     next_ = nullptr;
   }
-  void opaque(std::string_view type_name) override {
-    // Python's default repr, with the address already sanitised as the debugger does.
-    place("<" + std::string(type_name) + " object at 0xXXXXXXXX>");
-  }
+  void repr(std::string_view python_repr) override { place(python_repr); }
   void begin_sequence() override { open(boost::json::kind::array); }
   void begin_mapping() override { open(boost::json::kind::object); }
   void element(std::size_t index) override {
@@ -4914,8 +5227,11 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
 class ScopeAccess {
   template <class ModuleType>
   friend DebuggerScope tracetorch::model_addition_debugger(const std::shared_ptr<ModuleType>&, DebuggerOptions);
+  friend DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options);
   ScopeAccess() = default;
 };
+
+DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options);
 
 }  // namespace detail
 
@@ -4956,6 +5272,20 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
   static_assert(std::is_base_of_v<detail::TracedModuleBase, ModuleType>,
                 "tracetorch::model_addition_debugger: the root module must be declared with TRACEABLE(Name)");
   if (!model) throw Error("tracetorch: model_addition_debugger: the model is empty (a null holder)");
+  return detail::open_debugger(*model, std::string(model->traced_name()), std::move(options));
+#endif
+}
+
+template <class ModuleType>
+DebuggerScope model_addition_debugger(torch::nn::ModuleHolder<ModuleType>& model, DebuggerOptions options = {}) {
+  return model_addition_debugger(model.ptr(), std::move(options));
+}
+
+
+namespace detail {
+
+/// model_addition_debugger for a module known by reference and name.
+inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options) {
   auto attachments = std::make_unique<detail::AttachmentSet>();
   const int rank = options.rank ? *options.rank : detail::rank_from_environment();
   if (rank != 0) return DebuggerScope(detail::ScopeAccess(), nullptr, std::move(attachments));
@@ -4972,20 +5302,190 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
   if (::faccessat(AT_FDCWD, options.debug_path.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
     throw Error("tracetorch: cannot write in debug_path " + options.debug_path.string() + ": " + std::strerror(errno));
   }
-  const std::string root_name(model->traced_name());
   auto session = std::make_unique<detail::DebuggerSession>(root_name, std::move(options));
-  attachments->attach(*model, root_name, *session);
+  attachments->attach(model, root_name, *session);
   return DebuggerScope(detail::ScopeAccess(), std::move(session), std::move(attachments));
-#endif
 }
 
-template <class ModuleType>
-DebuggerScope model_addition_debugger(torch::nn::ModuleHolder<ModuleType>& model, DebuggerOptions options = {}) {
-  return model_addition_debugger(model.ptr(), std::move(options));
+/// What `debug_io=true` in a call's options runs (detail/debug_io.hpp): the call, traced.
+inline void run_debug_io(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request,
+                         const std::function<void()>& call) {
+  const auto scope = open_debugger(root, std::string(root_name),
+                                   {.debug_path = request.debug_io_dir, .do_prune_layers = request.prune_layers});
+  call();
 }
+
+// Every translation unit that includes the debugger makes it reachable from debug_io calls (a
+// non-inline static: its initializer runs at start-up whether or not anything names it).
+[[maybe_unused]] static const bool debug_io_available = (debug_io_runner().store(&run_debug_io), true);
+
+}  // namespace detail
 
 }  // namespace tracetorch
 // ---- end tracetorch/debugger.hpp ----
+// ---- begin tracetorch/keywords.hpp ----
+/// \file
+/// Keyword arguments for a traceable `forward`: the C++ form of Python's `f(h, attention_mask=m)`.
+///
+/// A port declares one struct per call convention, its fields in the order upstream passes them,
+/// and lists the names once. A call reads like Python, and a trace records exactly the keywords the
+/// caller passed, in the call's order (C++ requires designators in declaration order, so the
+/// call's order is the declared one):
+///
+/// \code
+/// struct DecoderLayerKeywords {
+///   tracetorch::Keyword<torch::Tensor> attention_mask;
+///   tracetorch::Keyword<const DynamicCache*> past_key_values;
+///   tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);  // not recorded unless passed
+/// };
+/// TRACETORCH_KEYWORDS(DecoderLayerKeywords, attention_mask, past_key_values, use_cache);
+///
+/// torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h, const DecoderLayerKeywords& kw = {});
+/// layer(h, {.attention_mask = mask, .past_key_values = nullptr});
+/// // kwargs: {"attention_mask": {...tensor...}, "past_key_values": "None"}
+/// \endcode
+///
+/// A misspelled keyword does not compile: the compiler reports that the braced list cannot
+/// convert to `const DecoderLayerKeywords&` (compile_fail/keyword_misspelled.cpp).
+
+#include <boost/pfr/core.hpp>
+#include <boost/preprocessor/seq/for_each.hpp>
+#include <boost/preprocessor/stringize.hpp>
+#include <boost/preprocessor/variadic/size.hpp>
+#include <boost/preprocessor/variadic/to_seq.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace tracetorch {
+
+/// A default value that does not count as passed: `Keyword<bool> use_cache = defaults_to(false);`.
+template <class T>
+struct KeywordDefault {
+  static constexpr bool is_keyword_default = true;
+  T value;
+};
+
+/// `defaults_to(v)`: the value a keyword holds when the caller does not pass it.
+template <class T>
+constexpr KeywordDefault<std::decay_t<T>> defaults_to(T&& value) {
+  return {std::forward<T>(value)};
+}
+
+/// One keyword argument: a value, whether the caller passed it, and whether it was passed as
+/// None (`nullptr` or `std::nullopt`). A trace records it only when passed; None records as `None`.
+template <class T>
+class Keyword {
+  // What `{.name = value}` accepts as a passed value (the other forms have their own constructors).
+  template <class U>
+  static constexpr bool passable =
+      std::is_constructible_v<T, U&&> && !std::is_same_v<std::remove_cvref_t<U>, Keyword> &&
+      !requires { std::remove_cvref_t<U>::is_keyword_default; } &&
+      !std::is_same_v<std::remove_cvref_t<U>, std::nullopt_t> &&
+      !requires { typename std::remove_cvref_t<U>::value_type; std::declval<U>().has_value(); } &&
+      (!std::is_same_v<std::remove_cvref_t<U>, std::nullptr_t> || std::is_pointer_v<T>);
+
+ public:
+  using value_type = T;
+
+  /// Not passed; holds `T{}`.
+  Keyword() = default;
+  /// Not passed; holds the default.
+  template <class U>
+    requires std::is_constructible_v<T, U&&>
+  Keyword(KeywordDefault<U> fallback) : value_(std::move(fallback.value)), has_value_(true) {}  // NOLINT
+  /// Passed: `{.name = value}`.
+  template <class U>
+    requires passable<U>
+  Keyword(U&& value) : value_(std::forward<U>(value)), passed_(true), has_value_(!is_null(value_)) {}  // NOLINT
+  /// Passed as None: `{.name = nullptr}`, for any `T` (a tensor holds an undefined tensor).
+  Keyword(std::nullptr_t) : passed_(true) {}  // NOLINT: implicit by design
+  /// Passed as None: `{.name = std::nullopt}`.
+  Keyword(std::nullopt_t) : passed_(true) {}  // NOLINT: implicit by design
+  /// Passed; None when the optional is empty.
+  template <class U>
+    requires std::is_constructible_v<T, const U&>
+  Keyword(const std::optional<U>& value)  // NOLINT: implicit by design
+      : value_(value ? T(*value) : T{}), passed_(true), has_value_(value.has_value()) {}
+
+  /// True when the caller passed this keyword (None included).
+  bool passed() const noexcept { return passed_; }
+  /// True when the caller passed None.
+  bool is_none() const noexcept { return passed_ && !has_value_; }
+  /// True when there is a value to use: passed and not None, or a default (`defaults_to`); false
+  /// for a keyword neither passed nor defaulted, as a Python parameter defaulting to None.
+  bool has_value() const noexcept { return has_value_; }
+
+  const T& value() const noexcept { return value_; }
+  const T& operator*() const noexcept { return value_; }
+  const T* operator->() const noexcept { return &value_; }
+  operator const T&() const noexcept { return value_; }  // NOLINT: reads like the value it holds
+
+  /// The value, or `fallback` when there is none (see has_value).
+  template <class U>
+  T value_or(U&& fallback) const {
+    return has_value_ ? value_ : T(std::forward<U>(fallback));
+  }
+
+ private:
+  static bool is_null(const T& value) noexcept {
+    if constexpr (std::is_pointer_v<T>) {
+      return value == nullptr;
+    } else {
+      return false;
+    }
+  }
+
+  T value_{};
+  bool passed_ = false;
+  bool has_value_ = false;
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_keyword_v = false;
+template <class T>
+inline constexpr bool is_keyword_v<Keyword<T>> = true;
+
+/// Calls `visit(name, value)` for a field that counts as passed: a Keyword the caller passed (None
+/// as `nullptr`), an engaged optional, or any other field.
+template <class Visit, class Field>
+void visit_keyword_field(Visit& visit, std::string_view name, const Field& field) {
+  if constexpr (is_keyword_v<Field>) {
+    if (!field.passed()) return;
+    if (field.is_none()) {
+      visit(name, nullptr);
+    } else {
+      visit(name, field.value());
+    }
+  } else if constexpr (requires { field.has_value(); typename Field::value_type; }) {
+    if (field.has_value()) visit(name, *field);
+  } else {
+    visit(name, field);
+  }
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+
+#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field) \
+  ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field);
+
+/// Declares a keyword struct's fields, in declaration order, after the struct (in its namespace):
+/// a trace then shows the struct, passed to a forward, as Python keyword arguments.
+#define TRACETORCH_KEYWORDS(Type, ...)                                                               \
+  template <class Visitor>                                                                           \
+  void tracetorch_keywords(const Type& value, Visitor&& visit) {                                     \
+    static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),          \
+                  "TRACETORCH_KEYWORDS(" #Type ", ...) must list every field of the struct");        \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  }                                                                                                  \
+  static_assert(true)
+// ---- end tracetorch/keywords.hpp ----
 // ---- begin tracetorch/nn.hpp ----
 /// \file
 /// Traced forms of the LibTorch layers models are built from. Each is the LibTorch module with
