@@ -710,4 +710,57 @@ DOCTEST_TEST_CASE("args.N on one side and kwargs.NAME on the other are aligned b
   DOCTEST_CHECK(contains(text, "M inputs.kwargs.hidden_states: reference inputs.kwargs.hidden_states, candidate inputs.args.0"));
 }
 
+DOCTEST_TEST_CASE("a bf16 reference against the fp32 port: numbers compared at bf16's tolerance, the dtype reported apart") {
+  TempDir dir;
+  trace_cpp(dir / "st", /*use_repr=*/false);
+  // make_upstream_fixture.py --dtype bfloat16: the Python reference run in bf16 on the tiny weights.
+  auto report = tracetorch::diff_traces(planted("bf16"), dir / "st");
+  auto text = report.text();
+  DOCTEST_INFO(text);
+  DOCTEST_CHECK(report.within_tolerance());
+  const auto n = report.counts();
+  DOCTEST_CHECK(n.of(tracetorch::DiffKind::dtype) == 0);
+  DOCTEST_CHECK(n.across_dtypes == 123);  // every floating tensor; ids and positions are int64 on both sides
+  std::size_t compared = 0;
+  for (const auto& t : report.tensors) {
+    if (!t.is_tensor || !t.across_dtypes()) continue;
+    compared += t.compared > 0 ? 1 : 0;
+    DOCTEST_CHECK((t.atol == 0x1p-6 && t.rtol == 0x1p-6));  // twice bf16's epsilon 2^-7
+  }
+  DOCTEST_CHECK(compared == 123);
+  DOCTEST_CHECK(contains(text, "dtypes: 123 tensors compared across dtypes, reference torch.bfloat16 against torch.float32"));
+  DOCTEST_CHECK(contains(text, "(bf16/fp16 pairs: at least twice the lower precision's epsilon)"));
+
+  // The planted epsilon bug, in the bf16 reference, is still where it first shows.
+  report = tracetorch::diff_traces(planted("bf16_eps_layer2"), dir / "st");
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.layers.2.post_attention_layernorm outputs");
+  check_clean_before_first_divergence(report);
+
+  // Held to fp32's tolerance instead, the bf16 rounding fails at the first floating tensor.
+  tracetorch::DiffOptions options;
+  options.precision_tolerance = false;
+  report = tracetorch::diff_traces(planted("bf16"), dir / "st", options);
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.embed_tokens outputs");
+
+  // fp16 against fp32, by hand: within twice fp16's epsilon (2^-9), beyond it, and float64
+  // against float32 still a dtype mismatch (the test above).
+  write_small_trace(dir / "half", torch::ones({2}, torch::kHalf), torch::tensor({1.0f, 2.0f}).to(torch::kHalf));
+  write_small_trace(dir / "close", torch::ones({2}), torch::tensor({1.0f + 1e-3f, 2.0f + 4e-3f}));
+  write_small_trace(dir / "far", torch::ones({2}), torch::tensor({1.0f, 2.02f}));
+  report = tracetorch::diff_traces(dir / "half", dir / "close");
+  DOCTEST_INFO(report.text(true));
+  DOCTEST_CHECK(report.within_tolerance());
+  DOCTEST_CHECK(report.counts().across_dtypes == 2);
+  DOCTEST_CHECK(report.tensors[1].atol == 0x1p-9);
+  DOCTEST_CHECK(first_divergence(tracetorch::diff_traces(dir / "half", dir / "far")) == "M.leaf outputs");
+
+#ifdef TRACETORCH_DIFF
+  auto result = run_diff(planted("bf16").string() + " " + (dir / "st").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 0);
+  result = run_diff(planted("bf16").string() + " " + (dir / "st").string() + " --no-precision-tolerance");
+  DOCTEST_CHECK(result.exit_code == 1);
+#endif
+}
+
 }  // DOCTEST_TEST_SUITE

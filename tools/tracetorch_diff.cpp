@@ -22,7 +22,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']...\n"
-    "                       [--accept RULES]... [--json REPORT] [--all]\n"
+    "                       [--accept RULES]... [--no-precision-tolerance] [--json REPORT] [--all]\n"
     "\n"
     "Compares two model addition debugger traces (directories holding <Root>_debug_tree_FULL_TENSORS.json,\n"
     "or those files) module by module and names the first divergence.\n"
@@ -32,6 +32,8 @@ constexpr const char* kUsage =
     "                  PATTERN is MODULE or MODULE:VALUE (globs: * any run, ? one character), KIND one of\n"
     "                  values, non-tensor, shape, structure, dtype, missing-value, missing-call;\n"
     "                  matching differences are reported as accepted and do not fail; repeatable\n"
+    "  --no-precision-tolerance  judge bf16/fp16 pairs by --atol/--rtol alone (by default at least twice\n"
+    "                  the lower precision's epsilon: bf16 1.5625e-2, fp16 1.953e-3)\n"
     "  --json REPORT   also write the full report as JSON\n"
     "  --all           list every compared tensor\n"
     "Exit status: 0 within tolerance (or every difference accepted), 1 divergence, 2 unreadable or malformed\n"
@@ -98,6 +100,8 @@ int main(int argc, char** argv) {
         accept_files.push_back(value());
       } else if (arg == "--json") {
         json_path = value();
+      } else if (arg == "--no-precision-tolerance") {
+        options.precision_tolerance = false;
       } else if (arg == "--all") {
         all = true;
       } else if (arg.starts_with("--")) {

@@ -21,6 +21,12 @@
 /// tolerance widened by half a unit in the last printed digit of both numbers, so precision
 /// is limited to the printed digits. One side of each kind works too: the file's tensor is
 /// printed as Python would print it and compared as printed.
+///
+/// Every difference has a DiffKind and is counted; reviewed ones can be accepted by rules
+/// (AcceptRule: reported with their reason, not failing). A value passed as `args.N` on one side
+/// and `kwargs.NAME` on the other is aligned by its position among the call's inputs; a bf16 or
+/// fp16 tensor against an fp32 one is compared at the lower precision's tolerance. The root's
+/// outputs, left out of the JSON by the debugger, are read from their files.
 
 #include <torch/torch.h>
 
@@ -42,6 +48,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -147,6 +154,10 @@ struct DiffOptions {
   std::function<void(std::size_t, std::size_t)> progress;
   /// Reviewed known differences; the first rule (in order) that matches a difference accepts it.
   std::vector<AcceptRule> accept;
+  /// A pair whose lower precision is bfloat16 or float16 is judged by at least twice that
+  /// dtype's epsilon as atol and rtol (bf16: 2^-6 = 1.5625e-2, fp16: 2^-9 = 1.953e-3): a bf16
+  /// reference cannot hold a port to fp32's 1e-4. Off: every pair by atol and rtol alone.
+  bool precision_tolerance = true;
 };
 
 /// What became of one tensor (or other recorded value) of an aligned call.
@@ -195,6 +206,7 @@ struct TensorDiff {
   double max_rel_error = 0;       ///< max |a - b| / |b| (inf where b = 0 and a != 0)
   double cosine_similarity = 1;   ///< of the two tensors as vectors (1 for two zero vectors)
   double tolerance_ratio = 0;     ///< max |a - b| / (atol + rtol * |b|): above 1 is out of tolerance
+  double atol = 0, rtol = 0;      ///< the tolerance this pair was judged by (DiffOptions::precision_tolerance)
   std::optional<std::size_t> accepted_by;  ///< index into DiffReport::rules of the rule that accepts it
 
   /// Something differs, accepted or not.
@@ -202,6 +214,10 @@ struct TensorDiff {
   /// A difference no rule accepts: what makes the verdict (and the tool's exit status) fail.
   bool diverges() const { return mismatched() && !accepted_by; }
   bool naming_differs() const { return !candidate_location.empty(); }
+  /// A bf16/fp16 tensor against one of another floating dtype: its numbers are compared (both
+  /// widened to float64) and the dtype difference is reported apart, not as a mismatch.
+  bool across_dtypes() const { return status != DiffStatus::dtype_mismatch && !reference_dtype.empty() &&
+                                      !candidate_dtype.empty() && reference_dtype != candidate_dtype; }
   std::optional<DiffKind> kind() const {
     switch (status) {
       case DiffStatus::within_tolerance: return std::nullopt;
@@ -252,6 +268,7 @@ struct DiffCounts {
   std::size_t values_only_in_reference = 0, values_only_in_candidate = 0;
   std::size_t calls_only_in_reference = 0, calls_only_in_candidate = 0;
   std::size_t naming = 0;  ///< values aligned across args.N / kwargs.NAME (not differences)
+  std::size_t across_dtypes = 0;  ///< tensors compared across dtypes, bf16 against fp32 (not differences)
   std::size_t accepted = 0, not_accepted = 0;
 
   std::size_t of(DiffKind kind) const { return by_kind[static_cast<std::size_t>(kind)]; }
@@ -262,6 +279,7 @@ struct DiffReport {
   std::filesystem::path reference_file, candidate_file;
   std::string reference_values, candidate_values;  ///< "safetensors", "printed", "mixed", "none"
   double atol = 0, rtol = 0;
+  bool precision_tolerance = true;  ///< DiffOptions::precision_tolerance
   std::vector<PathRename> renames;
   std::vector<AcceptRule> rules;  ///< DiffOptions::accept, each with its `matched` count
   std::vector<std::string> notes;  ///< what was not compared, and why
@@ -413,8 +431,10 @@ inline void compare_printed(const Trace& ref, const TraceSlot& r, const Trace& c
     acc.add(a[i].value, b[i].value, a[i].half_unit + b[i].half_unit);
     acc.add_vector_terms(a[i].value, b[i].value);
   }
-  // Files carry exact data; the statistics lines are compared only where the values are printed.
-  if (!r.lines.empty() || !c.lines.empty()) {
+  // Files carry exact data; the statistics lines are compared only where the values are printed,
+  // and only within one dtype: Python computes them in the tensor's own dtype (a bf16 mask's
+  // mean overflows to -inf where the fp32 one does not).
+  if ((!r.lines.empty() || !c.lines.empty()) && r.dtype == c.dtype) {
     for (const auto& [name, ref_text] : r.stats) {
       const auto found = c.stats.find(name);
       if (found == c.stats.end()) continue;
@@ -453,6 +473,29 @@ inline std::string call_name(const std::string& path, std::size_t call) {
   return call > 1 ? path + " (call " + std::to_string(call) + ")" : path;
 }
 
+
+/// Machine epsilon of a floating dtype as the trace writes it ("torch.bfloat16"); 0 for others.
+inline double dtype_epsilon(std::string_view dtype) {
+  if (dtype == "torch.bfloat16") return 0x1p-7;
+  if (dtype == "torch.float16") return 0x1p-10;
+  if (dtype == "torch.float32") return 0x1p-23;
+  if (dtype == "torch.float64") return 0x1p-52;
+  return 0;
+}
+
+/// bf16 or fp16 against another floating dtype: the numbers are compared. float32 against
+/// float64 stays a dtype mismatch: a port computing in another full precision is a bug to see.
+inline bool comparable_across_dtypes(std::string_view a, std::string_view b) {
+  const auto reduced = [](std::string_view d) { return d == "torch.bfloat16" || d == "torch.float16"; };
+  return dtype_epsilon(a) > 0 && dtype_epsilon(b) > 0 && (reduced(a) || reduced(b));
+}
+
+/// (atol, rtol) for one pair: the options', raised to twice the epsilon of the pair's lower precision.
+inline std::pair<double, double> pair_tolerance(std::string_view a, std::string_view b, const DiffOptions& options) {
+  if (!options.precision_tolerance) return {options.atol, options.rtol};
+  const double floor = 2 * std::max(dtype_epsilon(a), dtype_epsilon(b));
+  return {std::max(options.atol, floor), std::max(options.rtol, floor)};
+}
 
 /// `*` any run of characters (dots included), `?` one character; everything else literal.
 inline bool glob_match(std::string_view pattern, std::string_view text) {
@@ -774,6 +817,7 @@ inline DiffReport diff_traces(const std::filesystem::path& reference, const std:
   report.candidate_file = cand.json_file;
   report.atol = options.atol;
   report.rtol = options.rtol;
+  report.precision_tolerance = options.precision_tolerance;
   report.renames = options.renames;
   report.rules = options.accept;
   for (auto& rule : report.rules) rule.matched = 0;
@@ -824,10 +868,11 @@ inline DiffReport diff_traces(const std::filesystem::path& reference, const std:
       d.status = r->text == c->text ? DiffStatus::within_tolerance : DiffStatus::value_mismatch;
     } else if (r->shape != c->shape) {
       d.status = DiffStatus::shape_mismatch;
-    } else if (r->dtype != c->dtype) {
+    } else if (r->dtype != c->dtype && !detail::comparable_across_dtypes(r->dtype, c->dtype)) {
       d.status = DiffStatus::dtype_mismatch;
     } else {
-      detail::ErrorAccumulator acc{options.atol, options.rtol};
+      std::tie(d.atol, d.rtol) = detail::pair_tolerance(r->dtype, c->dtype, options);
+      detail::ErrorAccumulator acc{d.atol, d.rtol};
       if (!r->file.empty() && !c->file.empty()) {
         const auto b = detail::load_trace_tensor(ref, *r);
         const auto a = detail::load_trace_tensor(cand, *c);
@@ -857,6 +902,7 @@ inline DiffCounts DiffReport::counts() const {
     if (t.call_missing) continue;  // counted once, as its call
     ++(t.is_tensor ? out.tensors : out.other_values);
     out.naming += t.naming_differs() ? 1 : 0;
+    out.across_dtypes += t.is_tensor && t.across_dtypes() ? 1 : 0;
     const auto kind = t.kind();
     if (!kind) continue;
     ++out.by_kind[static_cast<std::size_t>(*kind)];
@@ -941,7 +987,11 @@ inline std::string DiffReport::text(bool all, std::size_t worst) const {
   out += "candidate: " + candidate_file.string() + " (" + candidate_values + " values, " + std::to_string(candidate_calls) +
          " module calls)\n";
   out += "tolerance: |candidate - reference| <= " + number_text(atol, "%g") + " + " + number_text(rtol, "%g") +
-         " * |reference|\n";
+         " * |reference|" +
+         (std::any_of(tensors.begin(), tensors.end(), [&](const TensorDiff& t) { return t.atol > atol || t.rtol > rtol; })
+              ? std::string(" (bf16/fp16 pairs: at least twice the lower precision's epsilon)")
+              : std::string()) +
+         "\n";
   if (precision_limited()) {
     out += "note: values compared as printed (print(tensor): 4 significant digits, edge items only above 1000 elements); "
            "precision is limited to the printed digits, each tolerance widened by half a unit in the last digit\n";
@@ -1008,6 +1058,20 @@ inline std::string DiffReport::text(bool all, std::size_t worst) const {
       out += "  " + t.where() + ": reference " + t.location + ", candidate " + t.candidate_location + "\n";
     }
   }
+  if (n.across_dtypes > 0) {
+    // Reported apart: the numbers were compared, at the lower precision's tolerance.
+    std::map<std::string, std::pair<std::size_t, const TensorDiff*>> pairs;
+    for (const auto& t : tensors) {
+      if (!t.is_tensor || !t.across_dtypes() || t.call_missing) continue;
+      auto& entry = pairs[t.reference_dtype + " against " + t.candidate_dtype];
+      if (entry.first++ == 0) entry.second = &t;
+    }
+    for (const auto& [dtypes, entry] : pairs) {
+      out += "dtypes: " + std::to_string(entry.first) + " tensors compared across dtypes, reference " + dtypes +
+             " (both widened to float64), at atol " + number_text(entry.second->atol, "%g") + ", rtol " +
+             number_text(entry.second->rtol, "%g") + "\n";
+    }
+  }
   if (n.accepted > 0) {
     out += "accepted differences:\n";
     for (std::size_t r = 0; r < rules.size(); ++r) {
@@ -1068,6 +1132,7 @@ inline std::string DiffReport::text(bool all, std::size_t worst) const {
                ", candidate " + (t.candidate_shape.empty() ? "-" : t.candidate_shape + " " + t.candidate_dtype);
       }
       if (t.naming_differs()) out += ", candidate names it " + t.candidate_location;
+      if (t.is_tensor && t.across_dtypes()) out += ", across dtypes " + t.reference_dtype + " / " + t.candidate_dtype;
       if (t.from_file) out += " (root output, from its file)";
       out += accepted_text(t.accepted_by) + "\n";
     }
@@ -1084,6 +1149,7 @@ inline boost::json::object DiffReport::json() const {
   out["candidate_values"] = candidate_values;
   out["atol"] = atol;
   out["rtol"] = rtol;
+  out["precision_tolerance"] = precision_tolerance;
   boost::json::array maps;
   for (const auto& r : renames) maps.push_back(boost::json::string(r.pattern + "=>" + r.replacement));
   out["maps"] = std::move(maps);
@@ -1101,6 +1167,7 @@ inline boost::json::object DiffReport::json() const {
                         {"accepted", n.accepted},
                         {"not_accepted", n.not_accepted},
                         {"naming", n.naming},
+                        {"across_dtypes", n.across_dtypes},
                         {"tensors", n.tensors},
                         {"other_values", n.other_values}};
   if (first_divergence) {
@@ -1174,6 +1241,8 @@ inline boost::json::object DiffReport::json() const {
       row["max_rel_error"] = number_json(t.max_rel_error);
       row["cosine_similarity"] = number_json(t.cosine_similarity);
       row["tolerance_ratio"] = number_json(t.tolerance_ratio);
+      row["atol"] = t.atol;
+      row["rtol"] = t.rtol;
     }
     rows.push_back(std::move(row));
   }
