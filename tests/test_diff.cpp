@@ -486,12 +486,17 @@ DOCTEST_TEST_CASE("every mismatch kind is counted: a non-tensor value, calls on 
   DOCTEST_CHECK(n.calls_only_in_candidate == 1);
   DOCTEST_CHECK(n.not_accepted == 3);
   DOCTEST_CHECK(!report.within_tolerance());
+  const auto json = report.json();
+  DOCTEST_CHECK(json.at("differences").at("by_kind").at("non-tensor").to_number<std::size_t>() == 1);
+  DOCTEST_CHECK(json.at("differences").at("not_accepted").to_number<std::size_t>() == 3);
+  DOCTEST_CHECK(json.at("within_tolerance") == false);
+  DOCTEST_CHECK(json.at("missing_calls").as_array().size() == 2);
   DOCTEST_CHECK(first_divergence(report) == "M.a outputs.1");
   DOCTEST_CHECK(report.tensors[*report.first_divergence].kind() == tracetorch::DiffKind::non_tensor);
-  DOCTEST_CHECK(contains(text, "differences: 0 tensors out of tolerance, 1 non-tensor values differ, 0 shape, 0 structure, "
-                               "0 dtype mismatches; values only in reference 0, only in candidate 0; module calls only in "
-                               "reference 1, only in candidate 1"));
-  DOCTEST_CHECK(contains(text, "verdict: 3 differences, 0 accepted, 3 not accepted: diverges"));
+  DOCTEST_CHECK(contains(text, "differences: tensors out of tolerance 0, non-tensor values 1, shape 0, structure 0, "
+                               "dtype 0; values only in reference 0, only in candidate 0; module calls only in "
+                               "reference 1, only in candidate 1 (of 2 tensors and 1 other values)"));
+  DOCTEST_CHECK(contains(text, "verdict: differences 3, accepted 0, not accepted 3: diverges"));
   // The worst-modules table: the missing calls and the non-tensor mismatch first, marked as such,
   // without the "0/0 ... cosine 1.000000" of a perfect match.
   const auto modules = report.modules();
@@ -521,11 +526,11 @@ DOCTEST_TEST_CASE("every mismatch kind is counted: a non-tensor value, calls on 
   const auto result = run_diff(ref.string() + " " + cand.string());
   DOCTEST_INFO(result.output);
   DOCTEST_CHECK(result.exit_code == 1);
-  DOCTEST_CHECK(contains(result.output, "verdict: 3 differences, 0 accepted, 3 not accepted: diverges"));
+  DOCTEST_CHECK(contains(result.output, "verdict: differences 3, accepted 0, not accepted 3: diverges"));
   const auto same = run_diff(ref.string() + " " + ref.string());
   DOCTEST_CHECK(same.exit_code == 0);
   DOCTEST_CHECK(contains(same.output, "no divergence: all 4 tensors within tolerance, all 1 other values equal"));
-  DOCTEST_CHECK(contains(same.output, "verdict: 0 differences, 0 accepted, 0 not accepted: within tolerance"));
+  DOCTEST_CHECK(contains(same.output, "verdict: differences 0, accepted 0, not accepted 0: within tolerance"));
 #endif
 }
 
@@ -623,7 +628,7 @@ DOCTEST_TEST_CASE("accepted differences: reported with their reason, not failing
   DOCTEST_CHECK(report.tensors[2].where() == "M.a outputs.1");
   DOCTEST_CHECK(report.tensors[2].accepted_by == 0u);
   DOCTEST_CHECK(report.missing_calls.at(0).accepted_by == 1u);
-  DOCTEST_CHECK(contains(text, "verdict: 2 differences, 2 accepted, 0 not accepted: within tolerance"));
+  DOCTEST_CHECK(contains(text, "verdict: differences 2, accepted 2, not accepted 0: within tolerance"));
   // Shown, with file, line and reason, never hidden.
   const std::string rules = (dir / "rules.txt").string();
   DOCTEST_CHECK(contains(text, "accepted differences:\n  " + rules + ":2 M.a:outputs.1 non-tensor (1): the port has its own cache type"));
@@ -706,7 +711,7 @@ DOCTEST_TEST_CASE("args.N on one side and kwargs.NAME on the other are aligned b
   DOCTEST_CHECK(report.counts().values_only_in_reference == 0);
   DOCTEST_CHECK(report.counts().values_only_in_candidate == 0);
   DOCTEST_CHECK(first_divergence(report) == "M inputs.kwargs.hidden_states");  // its numbers are compared
-  DOCTEST_CHECK(contains(text, "naming: 1 values recorded positionally on one side and by keyword on the other"));
+  DOCTEST_CHECK(contains(text, "naming: values recorded positionally on one side and by keyword on the other, aligned by position: 1\n"));
   DOCTEST_CHECK(contains(text, "M inputs.kwargs.hidden_states: reference inputs.kwargs.hidden_states, candidate inputs.args.0"));
 }
 

@@ -1036,18 +1036,19 @@ inline std::string DiffReport::text(bool all, std::size_t worst) const {
            " other values compared; every difference is accepted\n";
   }
   // Every kind is listed, zero or not, so that the line and the verdict below add up.
-  out += "differences: " + std::to_string(n.of(DiffKind::values)) + " tensors out of tolerance, " +
-         std::to_string(n.of(DiffKind::non_tensor)) + " non-tensor values differ, " + std::to_string(n.of(DiffKind::shape)) +
-         " shape, " + std::to_string(n.of(DiffKind::structure)) + " structure, " + std::to_string(n.of(DiffKind::dtype)) +
-         " dtype mismatches; values only in reference " + std::to_string(n.values_only_in_reference) + ", only in candidate " +
+  // "name count" pairs, so that a count of 1 reads as well as any other.
+  out += "differences: tensors out of tolerance " + std::to_string(n.of(DiffKind::values)) + ", non-tensor values " +
+         std::to_string(n.of(DiffKind::non_tensor)) + ", shape " + std::to_string(n.of(DiffKind::shape)) + ", structure " +
+         std::to_string(n.of(DiffKind::structure)) + ", dtype " + std::to_string(n.of(DiffKind::dtype)) +
+         "; values only in reference " + std::to_string(n.values_only_in_reference) + ", only in candidate " +
          std::to_string(n.values_only_in_candidate) + "; module calls only in reference " +
          std::to_string(n.calls_only_in_reference) + ", only in candidate " + std::to_string(n.calls_only_in_candidate) +
          " (of " + std::to_string(n.tensors) + " tensors and " + std::to_string(n.other_values) + " other values)\n";
-  out += "verdict: " + std::to_string(n.total()) + " differences, " + std::to_string(n.accepted) + " accepted, " +
-         std::to_string(n.not_accepted) + " not accepted: " + (n.not_accepted == 0 ? "within tolerance" : "diverges") + "\n";
+  out += "verdict: differences " + std::to_string(n.total()) + ", accepted " + std::to_string(n.accepted) + ", not accepted " +
+         std::to_string(n.not_accepted) + ": " + (n.not_accepted == 0 ? "within tolerance" : "diverges") + "\n";
   if (n.naming > 0) {
-    out += "naming: " + std::to_string(n.naming) +
-           " values recorded positionally on one side and by keyword on the other, aligned by position:\n";
+    out += "naming: values recorded positionally on one side and by keyword on the other, aligned by position: " +
+           std::to_string(n.naming) + "\n";
     std::size_t shown = 0;
     for (const auto& t : tensors) {
       if (!t.naming_differs() || t.call_missing) continue;
