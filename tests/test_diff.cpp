@@ -634,6 +634,9 @@ DOCTEST_TEST_CASE("accepted differences: reported with their reason, not failing
   DOCTEST_CHECK(contains(text, "accepted differences:\n  " + rules + ":2 M.a:outputs.1 non-tensor (1): the port has its own cache type"));
   DOCTEST_CHECK(contains(text, "only in reference: M.b (accepted, " + rules + ":3: the port fuses M.b into M.a)"));
   DOCTEST_CHECK(contains(text, "M.a outputs.1: value mismatch, reference \"DynamicCache(layers=[DynamicLayer])\""));
+  for (const auto& m : report.modules()) {
+    if (m.module_path == "M.b") DOCTEST_CHECK((!m.diverges() && m.note() == "call only in reference, accepted; 1 accepted"));
+  }
   DOCTEST_REQUIRE(report.stale_rules().size() == 1);
   DOCTEST_CHECK(report.stale_rules()[0]->line == 4);
   DOCTEST_CHECK(contains(text, "stale rule: " + rules + ":4 M.* dtype matched no difference"));

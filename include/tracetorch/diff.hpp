@@ -253,6 +253,7 @@ struct ModuleDiff {
   std::size_t accepted = 0;                   ///< differences accepted by a rule
   std::size_t non_tensor_mismatches = 0, structural_mismatches = 0, values_on_one_side = 0;  ///< not accepted
   std::size_t calls_only_in_reference = 0, calls_only_in_candidate = 0;  ///< not accepted
+  std::size_t accepted_calls_only_in_reference = 0, accepted_calls_only_in_candidate = 0;
   std::int64_t compared = 0, out_of_tolerance = 0;
   double max_abs_error = 0, max_rel_error = 0, min_cosine_similarity = 1, tolerance_ratio = 0;
 
@@ -928,6 +929,9 @@ inline std::string ModuleDiff::note() const {
   if (values_on_one_side > 0) parts.push_back(count(values_on_one_side, "1 value on one side only", "values on one side only"));
   if (non_tensor_mismatches > 0) parts.push_back(count(non_tensor_mismatches, "1 non-tensor value differs", "non-tensor values differ"));
   if (structural_mismatches > 0) parts.push_back(count(structural_mismatches, "1 shape/dtype/structure mismatch", "shape/dtype/structure mismatches"));
+  // An accepted missing call is still said to be missing: the table must not read as a match.
+  if (accepted_calls_only_in_reference > 0) parts.push_back("call only in reference, accepted");
+  if (accepted_calls_only_in_candidate > 0) parts.push_back("call only in candidate, accepted");
   if (accepted > 0) parts.push_back(std::to_string(accepted) + " accepted");
   std::string out;
   for (const auto& part : parts) out += (out.empty() ? "" : "; ") + part;
@@ -967,6 +971,7 @@ inline std::vector<ModuleDiff> DiffReport::modules() const {
     auto& m = row(c.module_path);
     if (c.accepted_by) {
       ++m.accepted;
+      ++(c.in_reference ? m.accepted_calls_only_in_reference : m.accepted_calls_only_in_candidate);
       continue;
     }
     ++(c.in_reference ? m.calls_only_in_reference : m.calls_only_in_candidate);
@@ -1129,8 +1134,10 @@ inline std::string DiffReport::text(bool all, std::size_t worst) const {
                " out of tolerance, max abs " + number_text(t.max_abs_error) + ", max rel " + number_text(t.max_rel_error) +
                ", cosine " + number_text(t.cosine_similarity, "%.6f") + (t.printed ? " (printed)" : "");
       } else if (t.status != DiffStatus::within_tolerance || !t.is_tensor) {
-        out += ", reference " + (t.reference_shape.empty() ? "-" : t.reference_shape + " " + t.reference_dtype) +
-               ", candidate " + (t.candidate_shape.empty() ? "-" : t.candidate_shape + " " + t.candidate_dtype);
+        const auto side = [](const std::string& shape, const std::string& dtype) {
+          return shape.empty() ? std::string("-") : dtype.empty() ? shape : shape + " " + dtype;
+        };
+        out += ", reference " + side(t.reference_shape, t.reference_dtype) + ", candidate " + side(t.candidate_shape, t.candidate_dtype);
       }
       if (t.naming_differs()) out += ", candidate names it " + t.candidate_location;
       if (t.is_tensor && t.across_dtypes()) out += ", across dtypes " + t.reference_dtype + " / " + t.candidate_dtype;
