@@ -932,7 +932,8 @@ inline std::string ModuleDiff::note() const {
   // An accepted missing call is still said to be missing: the table must not read as a match.
   if (accepted_calls_only_in_reference > 0) parts.push_back("call only in reference, accepted");
   if (accepted_calls_only_in_candidate > 0) parts.push_back("call only in candidate, accepted");
-  if (accepted > 0) parts.push_back(std::to_string(accepted) + " accepted");
+  const std::size_t accepted_values = accepted - accepted_calls_only_in_reference - accepted_calls_only_in_candidate;
+  if (accepted_values > 0) parts.push_back(count(accepted_values, "1 value difference accepted", "value differences accepted"));
   std::string out;
   for (const auto& part : parts) out += (out.empty() ? "" : "; ") + part;
   return out;
