@@ -79,6 +79,38 @@ void write_small_trace(const fs::path& dir, const torch::Tensor& input, const to
 
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
+/// A printed tensor value, as a use_repr=true trace records it.
+boost::json::object printed(const std::string& numbers, const std::string& shape = "torch.Size([2])") {
+  return {{"shape", shape}, {"dtype", "torch.float32"}, {"value", boost::json::array{"tensor([" + numbers + "])"}}};
+}
+
+/// A module call node; `outputs` left out when null, as the debugger leaves out a parent's.
+boost::json::object node(const std::string& path, boost::json::object inputs, boost::json::value outputs = nullptr,
+                         boost::json::array children = {}) {
+  boost::json::object out{{"module_path", path}, {"inputs", std::move(inputs)}};
+  if (!outputs.is_null()) out["outputs"] = std::move(outputs);
+  if (!children.empty()) out["children"] = std::move(children);
+  return out;
+}
+
+/// Writes a hand-made trace whose root is "M" into `dir`.
+fs::path write_trace(const fs::path& dir, const boost::json::object& root) {
+  fs::create_directories(dir);
+  write_text(dir / "M_debug_tree_FULL_TENSORS.json", boost::json::serialize(root));
+  return dir;
+}
+
+/// M calls M.a (a tensor in, a cache object's repr out) and M.b; `cache` and `with_b` vary.
+boost::json::object cache_model(const std::string& cache, bool with_b, bool with_c = false) {
+  boost::json::array children{node("M.a", {{"args", boost::json::array{printed("1.0000e+00, 2.0000e+00")}}},
+                                   boost::json::array{printed("3.0000e+00, 4.0000e+00"), boost::json::string(cache)})};
+  if (with_b) children.push_back(node("M.b", {{"args", boost::json::array{printed("5.0000e+00, 6.0000e+00")}}}, printed("0.0000e+00, 1.0000e+00")));
+  if (with_c) children.push_back(node("M.c", {{"args", boost::json::array{printed("5.0000e+00, 6.0000e+00")}}}, printed("0.0000e+00, 1.0000e+00")));
+  return node("M", {{"args", boost::json::array{}}}, nullptr, children);
+}
+
+bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
 /// Copies a trace directory so that one file of it can be spoiled.
 fs::path copy_trace(const fs::path& from, const fs::path& to) {
   fs::copy(from, to, fs::copy_options::recursive);
@@ -105,8 +137,8 @@ DOCTEST_TEST_CASE("the C++ port's trace matches the Python reference trace, tens
     if (t.is_tensor && t.compared > 0) ++compared;
     DOCTEST_CHECK(t.cosine_similarity > 0.999999);
   }
-  DOCTEST_CHECK(compared == 125);  // every tensor of the trace, with its data
-  DOCTEST_CHECK(report.text().find("no divergence: all 125 tensors within tolerance") != std::string::npos);
+  DOCTEST_CHECK(compared == 142);  // every tensor of the trace with its data, the root output file included
+  DOCTEST_CHECK(report.text().find("no divergence: all 142 tensors within tolerance, all 12 other values equal") != std::string::npos);
 
   trace_cpp(dir / "repr", /*use_repr=*/true);
   const auto printed = tracetorch::diff_traces(tiny() / "trace_repr", dir / "repr");
@@ -435,6 +467,308 @@ DOCTEST_TEST_CASE("the JSON report and the progress callback") {
   DOCTEST_CHECK(result.output.find("all compared values:") != std::string::npos);
   DOCTEST_CHECK(result.output.find("  LlamaModel.embed_tokens inputs.args.0: ok") != std::string::npos);
   DOCTEST_CHECK(result.output.find("  LlamaModel.norm outputs: out of tolerance") != std::string::npos);
+#endif
+}
+
+DOCTEST_TEST_CASE("every mismatch kind is counted: a non-tensor value, calls on one side only; the summary agrees with the verdict") {
+  TempDir dir;
+  const auto ref = write_trace(dir / "ref", cache_model("DynamicCache(layers=[DynamicLayer])", true));
+  // The port's cache prints another repr, M.b is not called and M.c is extra: no tensor is out of tolerance.
+  const auto cand = write_trace(dir / "cand", cache_model("KVCache(1)", false, true));
+  const auto report = tracetorch::diff_traces(ref, cand);
+  const auto text = report.text();
+  DOCTEST_INFO(text);
+  const auto n = report.counts();
+  DOCTEST_CHECK(n.of(tracetorch::DiffKind::values) == 0);
+  DOCTEST_CHECK(n.of(tracetorch::DiffKind::non_tensor) == 1);
+  DOCTEST_CHECK(n.of(tracetorch::DiffKind::missing_call) == 2);
+  DOCTEST_CHECK(n.calls_only_in_reference == 1);
+  DOCTEST_CHECK(n.calls_only_in_candidate == 1);
+  DOCTEST_CHECK(n.not_accepted == 3);
+  DOCTEST_CHECK(!report.within_tolerance());
+  const auto json = report.json();
+  DOCTEST_CHECK(json.at("differences").at("by_kind").at("non-tensor").to_number<std::size_t>() == 1);
+  DOCTEST_CHECK(json.at("differences").at("not_accepted").to_number<std::size_t>() == 3);
+  DOCTEST_CHECK(json.at("within_tolerance") == false);
+  DOCTEST_CHECK(json.at("missing_calls").as_array().size() == 2);
+  DOCTEST_CHECK(first_divergence(report) == "M.a outputs.1");
+  DOCTEST_CHECK(report.tensors[*report.first_divergence].kind() == tracetorch::DiffKind::non_tensor);
+  DOCTEST_CHECK(contains(text, "differences: tensors out of tolerance 0, non-tensor values 1, shape 0, structure 0, "
+                               "dtype 0; values only in reference 0, only in candidate 0; module calls only in "
+                               "reference 1, only in candidate 1 (of 2 tensors and 1 other values)"));
+  DOCTEST_CHECK(contains(text, "verdict: differences 3, accepted 0, not accepted 3: diverges"));
+  // The worst-modules table: the missing calls and the non-tensor mismatch first, marked as such,
+  // without the "0/0 ... cosine 1.000000" of a perfect match.
+  const auto modules = report.modules();
+  DOCTEST_REQUIRE(modules.size() == 3);  // M itself records no value
+  for (const auto& m : modules) DOCTEST_CHECK(m.diverges());
+  for (const auto& m : modules) {
+    if (m.module_path == "M.a") DOCTEST_CHECK((m.non_tensor_mismatches == 1 && m.note() == "1 non-tensor value differs"));
+    if (m.module_path == "M.b") DOCTEST_CHECK((m.calls_only_in_reference == 1 && m.note() == "call only in reference"));
+    if (m.module_path == "M.c") DOCTEST_CHECK((m.calls_only_in_candidate == 1 && m.note() == "call only in candidate"));
+  }
+  const auto row = text.substr(text.find("\n  M.b "), text.find('\n', text.find("\n  M.b ") + 1) - text.find("\n  M.b "));
+  DOCTEST_INFO(row);
+  DOCTEST_CHECK(contains(row, "call only in reference"));
+  DOCTEST_CHECK(!contains(row, "0/0"));
+  DOCTEST_CHECK(!contains(row, "1.000000"));
+
+  // A call that recorded no value at all still counts, and still fails the verdict.
+  auto with_empty = cache_model("KVCache(1)", true);
+  with_empty["children"].as_array().push_back(node("M.hook", {}));
+  const auto empty_call = tracetorch::diff_traces(write_trace(dir / "empty", with_empty), write_trace(dir / "empty_cand", cache_model("KVCache(1)", true)));
+  DOCTEST_INFO(empty_call.text());
+  DOCTEST_CHECK(!empty_call.first_divergence.has_value());
+  DOCTEST_CHECK(!empty_call.within_tolerance());
+  DOCTEST_CHECK(contains(empty_call.text(), "first divergence: M.hook: module call only in reference"));
+
+#ifdef TRACETORCH_DIFF
+  const auto result = run_diff(ref.string() + " " + cand.string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 1);
+  DOCTEST_CHECK(contains(result.output, "verdict: differences 3, accepted 0, not accepted 3: diverges"));
+  const auto same = run_diff(ref.string() + " " + ref.string());
+  DOCTEST_CHECK(same.exit_code == 0);
+  DOCTEST_CHECK(contains(same.output, "no divergence: all 4 tensors within tolerance, all 1 other values equal"));
+  DOCTEST_CHECK(contains(same.output, "verdict: differences 0, accepted 0, not accepted 0: within tolerance"));
+#endif
+}
+
+DOCTEST_TEST_CASE("the root's outputs are compared from their files, which the debugger leaves out of the JSON") {
+  TempDir dir;
+  write_small_trace(dir / "ref", torch::ones({2}), torch::ones({3}));
+  write_small_trace(dir / "cand", torch::ones({2}), torch::ones({3}));
+  tracetorch::safetensors::save(dir / "ref" / "M_outputs_0.safetensors", torch::tensor({1.0f, 2.0f}));
+  tracetorch::safetensors::save(dir / "cand" / "M_outputs_0.safetensors", torch::tensor({1.0f, 2.5f}));
+  auto report = tracetorch::diff_traces(dir / "ref", dir / "cand");
+  DOCTEST_INFO(report.text(true));
+  DOCTEST_REQUIRE(report.tensors.size() == 3);
+  DOCTEST_CHECK(first_divergence(report) == "M outputs.0");
+  const auto& root = report.tensors.back();
+  DOCTEST_CHECK(root.from_file);
+  DOCTEST_CHECK(root.status == tracetorch::DiffStatus::out_of_tolerance);
+  DOCTEST_CHECK(root.max_abs_error == doctest::Approx(0.5));
+  // Missing on one side: a value only in the reference, not silently skipped.
+  fs::remove(dir / "cand" / "M_outputs_0.safetensors");
+  report = tracetorch::diff_traces(dir / "ref", dir / "cand");
+  DOCTEST_CHECK(report.tensors.back().status == tracetorch::DiffStatus::only_in_reference);
+  DOCTEST_CHECK(report.counts().values_only_in_reference == 1);
+
+  // The fixture: the model's own output (last_hidden_state) is compared, and diverges with a planted bug.
+  report = tracetorch::diff_traces(tiny() / "trace_st", planted("eps_layer2"));
+  const auto last = std::find_if(report.tensors.begin(), report.tensors.end(),
+                                 [](const tracetorch::TensorDiff& t) { return t.where() == "LlamaModel outputs.last_hidden_state"; });
+  DOCTEST_REQUIRE(last != report.tensors.end());
+  DOCTEST_CHECK(last->status == tracetorch::DiffStatus::out_of_tolerance);
+  DOCTEST_CHECK(last->reference_shape == "[2, 7, 64]");
+  // A printed trace has lost them: said, not reported as missing.
+  report = tracetorch::diff_traces(tiny() / "trace_repr", tiny() / "trace_st");
+  DOCTEST_CHECK(report.within_tolerance());
+  DOCTEST_REQUIRE(report.notes.size() == 1);
+  DOCTEST_CHECK(contains(report.notes[0], "the root's outputs are not compared: the reference trace holds printed values"));
+}
+
+DOCTEST_TEST_CASE("accept rules: parsed with file and line, globs, malformed files refused") {
+  using tracetorch::DiffKind;
+  const auto rules = tracetorch::parse_accept_rules(
+      "# reviewed differences\n"
+      "\n"
+      "M.layers.*.attn:outputs.1  non-tensor   the port's cache prints another repr  \r\n"
+      "  M.rotary   missing-call the port computes it inline\n",
+      "rules.txt");
+  DOCTEST_REQUIRE(rules.size() == 2);
+  DOCTEST_CHECK(rules[0].origin() == "rules.txt:3");
+  DOCTEST_CHECK(rules[0].module_pattern == "M.layers.*.attn");
+  DOCTEST_CHECK(rules[0].value_pattern == "outputs.1");
+  DOCTEST_CHECK(rules[0].kind == DiffKind::non_tensor);
+  DOCTEST_CHECK(rules[0].reason == "the port's cache prints another repr");
+  DOCTEST_CHECK((rules[1].line == 4 && rules[1].kind == DiffKind::missing_call && rules[1].value_pattern.empty()));
+
+  using tracetorch::detail::glob_match;
+  DOCTEST_CHECK(glob_match("M.layers.*.attn", "M.layers.12.attn"));
+  DOCTEST_CHECK(glob_match("*", ""));
+  DOCTEST_CHECK(glob_match("M.?", "M.a"));
+  DOCTEST_CHECK(!glob_match("M.?", "M.ab"));
+  DOCTEST_CHECK(!glob_match("M.layers.*.attn", "M.layers.1.mlp"));
+  DOCTEST_CHECK(glob_match("*a*b*c", "xxaxxbxxbxc"));
+
+  const auto refusal = [](const std::string& text) {
+    try {
+      tracetorch::parse_accept_rules(text, "rules.txt");
+    } catch (const tracetorch::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  DOCTEST_CHECK(contains(refusal("# one\nM values ok\nM.a foo why\n"), "rules.txt:3: unknown kind \"foo\" (one of values, non-tensor,"));
+  DOCTEST_CHECK(contains(refusal("M.a\n"), "rules.txt:1: expected PATTERN KIND REASON"));
+  DOCTEST_CHECK(contains(refusal("M.a dtype   \n"), "rules.txt:1: a rule needs a reason"));
+  DOCTEST_CHECK(contains(refusal("M.a: dtype why\n"), "rules.txt:1: pattern \"M.a:\" is not MODULE or MODULE:VALUE"));
+  DOCTEST_CHECK(contains(refusal("M.a:outputs missing-call why\n"), "rules.txt:1: a missing-call rule names a module"));
+  DOCTEST_CHECK_THROWS_AS(tracetorch::load_accept_rules("/nonexistent/rules.txt"), tracetorch::Error);
+}
+
+DOCTEST_TEST_CASE("accepted differences: reported with their reason, not failing; stale rules reported; a bad rules file exits 2") {
+  TempDir dir;
+  const auto ref = write_trace(dir / "ref", cache_model("DynamicCache(layers=[DynamicLayer])", true));
+  const auto cand = write_trace(dir / "cand", cache_model("KVCache(1)", false));
+  write_text(dir / "rules.txt",
+             "# reviewed: see the port's notes\n"
+             "M.a:outputs.1   non-tensor    the port has its own cache type\n"
+             "M.b             missing-call  the port fuses M.b into M.a\n"
+             "M.*             dtype         a rule for a difference that is gone\n");
+  tracetorch::DiffOptions options;
+  options.accept = tracetorch::load_accept_rules(dir / "rules.txt");
+  const auto report = tracetorch::diff_traces(ref, cand, options);
+  const auto text = report.text(true);
+  DOCTEST_INFO(text);
+  DOCTEST_CHECK(report.within_tolerance());
+  const auto n = report.counts();
+  DOCTEST_CHECK((n.accepted == 2 && n.not_accepted == 0));
+  DOCTEST_CHECK(report.tensors[2].where() == "M.a outputs.1");
+  DOCTEST_CHECK(report.tensors[2].accepted_by == 0u);
+  DOCTEST_CHECK(report.missing_calls.at(0).accepted_by == 1u);
+  DOCTEST_CHECK(contains(text, "verdict: differences 2, accepted 2, not accepted 0: within tolerance"));
+  // Shown, with file, line and reason, never hidden.
+  const std::string rules = (dir / "rules.txt").string();
+  DOCTEST_CHECK(contains(text, "accepted differences:\n  " + rules + ":2 M.a:outputs.1 non-tensor (1): the port has its own cache type"));
+  DOCTEST_CHECK(contains(text, "only in reference: M.b (accepted, " + rules + ":3: the port fuses M.b into M.a)"));
+  DOCTEST_CHECK(contains(text, "M.a outputs.1: value mismatch, reference \"DynamicCache(layers=[DynamicLayer])\""));
+  for (const auto& m : report.modules()) {
+    if (m.module_path == "M.b") DOCTEST_CHECK((!m.diverges() && m.note() == "call only in reference, accepted"));
+    if (m.module_path == "M.a") DOCTEST_CHECK((!m.diverges() && m.note() == "1 value difference accepted"));
+  }
+  DOCTEST_REQUIRE(report.stale_rules().size() == 1);
+  DOCTEST_CHECK(report.stale_rules()[0]->line == 4);
+  DOCTEST_CHECK(contains(text, "stale rule: " + rules + ":4 M.* dtype matched no difference"));
+  const auto json = report.json();
+  DOCTEST_CHECK(json.at("rules").as_array().at(2).at("stale") == true);
+  DOCTEST_CHECK(json.at("tensors").as_array().at(2).at("accepted").at("reason") == "the port has its own cache type");
+
+  // A rule for another kind of difference accepts nothing: the same non-tensor value still fails.
+  options.accept = tracetorch::parse_accept_rules("M.a:outputs.1 values not this kind\n", "other.txt");
+  DOCTEST_CHECK(!tracetorch::diff_traces(ref, cand, options).within_tolerance());
+
+#ifdef TRACETORCH_DIFF
+  auto result = run_diff(ref.string() + " " + cand.string() + " --accept " + rules);
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 0);
+  DOCTEST_CHECK(contains(result.output, "the port has its own cache type"));
+  DOCTEST_CHECK(contains(result.output, "stale rule: "));
+  result = run_diff(ref.string() + " " + cand.string());
+  DOCTEST_CHECK(result.exit_code == 1);
+  write_text(dir / "bad.txt", "# fine\nM.a:outputs.1 non-tensor ok\nM.b foo why\n");
+  result = run_diff(ref.string() + " " + cand.string() + " --accept " + (dir / "bad.txt").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(contains(result.output, (dir / "bad.txt").string() + ":3: unknown kind \"foo\""));
+  result = run_diff(ref.string() + " " + cand.string() + " --accept " + (dir / "absent.txt").string());
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(contains(result.output, (dir / "absent.txt").string() + ": cannot open"));
+#endif
+}
+
+DOCTEST_TEST_CASE("args.N on one side and kwargs.NAME on the other are aligned by position: a naming difference") {
+  // The parse and the alignment need no file: traces from JSON text.
+  const auto parse = [](const boost::json::object& root) {
+    return tracetorch::detail::TraceParser("t.json").parse(boost::json::serialize(root));
+  };
+  const auto x = printed("1.0000e+00, 2.0000e+00");
+  const auto mask = printed("0.0000e+00, 1.0000e+00");
+  // Python passes everything by keyword; the port passes hidden_states positionally.
+  const auto python = parse(node("M", {{"kwargs", {{"hidden_states", x}, {"mask", mask}}}}));
+  const auto port = parse(node("M", {{"args", boost::json::array{x}}, {"kwargs", {{"mask", mask}}}}));
+  DOCTEST_CHECK((python.calls[0].input_keys == std::vector<std::string>{"kwargs.hidden_states", "kwargs.mask"}));
+  DOCTEST_CHECK((port.calls[0].input_keys == std::vector<std::string>{"args.0", "kwargs.mask"}));
+  const auto same_name = [](std::string path) { return path; };
+  auto alignment = tracetorch::detail::align_traces(python, port, same_name);
+  DOCTEST_REQUIRE(alignment.values.size() == 2);
+  DOCTEST_CHECK(alignment.values[0].diff.location == "inputs.kwargs.hidden_states");
+  DOCTEST_CHECK(alignment.values[0].diff.candidate_location == "inputs.args.0");
+  DOCTEST_CHECK(alignment.values[0].candidate != nullptr);
+  DOCTEST_CHECK(!alignment.values[1].diff.naming_differs());
+  // The other way round too, and tuples below the argument ("position_embeddings": (cos, sin)).
+  const auto pair = boost::json::array{x, mask};
+  alignment = tracetorch::detail::align_traces(parse(node("M", {{"args", boost::json::array{x, pair}}})),
+                                               parse(node("M", {{"args", boost::json::array{x}}, {"kwargs", {{"pe", pair}}}})), same_name);
+  DOCTEST_REQUIRE(alignment.values.size() == 3);
+  DOCTEST_CHECK(alignment.values[2].diff.location == "inputs.args.1.1");
+  DOCTEST_CHECK(alignment.values[2].diff.candidate_location == "inputs.kwargs.pe.1");
+
+  // Not aligned where the order does not allow it: another position, or another structure.
+  alignment = tracetorch::detail::align_traces(python, parse(node("M", {{"kwargs", {{"mask", mask}}}, {"args", boost::json::array{}}})), same_name);
+  DOCTEST_CHECK(alignment.values[0].diff.status == tracetorch::DiffStatus::only_in_reference);
+  alignment = tracetorch::detail::align_traces(
+      python, parse(node("M", {{"args", boost::json::array{pair}}, {"kwargs", {{"mask", mask}}}})), same_name);
+  DOCTEST_CHECK(alignment.values[0].diff.status == tracetorch::DiffStatus::only_in_reference);
+  DOCTEST_CHECK(!alignment.values[0].diff.naming_differs());
+
+  // Through diff_traces: compared, counted as a naming difference, not as two values on one side only.
+  TempDir dir;
+  const auto ref = write_trace(dir / "ref", node("M", {{"kwargs", {{"hidden_states", x}, {"mask", mask}}}}));
+  const auto cand = write_trace(dir / "cand", node("M", {{"args", boost::json::array{printed("1.0000e+00, 2.5000e+00")}},
+                                                        {"kwargs", {{"mask", mask}}}}));
+  const auto report = tracetorch::diff_traces(ref, cand);
+  const auto text = report.text(true);
+  DOCTEST_INFO(text);
+  DOCTEST_CHECK(report.counts().naming == 1);
+  DOCTEST_CHECK(report.counts().values_only_in_reference == 0);
+  DOCTEST_CHECK(report.counts().values_only_in_candidate == 0);
+  DOCTEST_CHECK(first_divergence(report) == "M inputs.kwargs.hidden_states");  // its numbers are compared
+  DOCTEST_CHECK(contains(text, "naming: values recorded positionally on one side and by keyword on the other, aligned by position: 1\n"));
+  DOCTEST_CHECK(contains(text, "M inputs.kwargs.hidden_states: reference inputs.kwargs.hidden_states, candidate inputs.args.0"));
+}
+
+DOCTEST_TEST_CASE("a bf16 reference against the fp32 port: numbers compared at bf16's tolerance, the dtype reported apart") {
+  TempDir dir;
+  trace_cpp(dir / "st", /*use_repr=*/false);
+  // make_upstream_fixture.py --dtype bfloat16: the Python reference run in bf16 on the tiny weights.
+  auto report = tracetorch::diff_traces(planted("bf16"), dir / "st");
+  auto text = report.text();
+  DOCTEST_INFO(text);
+  DOCTEST_CHECK(report.within_tolerance());
+  const auto n = report.counts();
+  DOCTEST_CHECK(n.of(tracetorch::DiffKind::dtype) == 0);
+  DOCTEST_CHECK(n.across_dtypes == 123);  // every floating tensor; ids and positions are int64 on both sides
+  std::size_t compared = 0;
+  for (const auto& t : report.tensors) {
+    if (!t.is_tensor || !t.across_dtypes()) continue;
+    compared += t.compared > 0 ? 1 : 0;
+    DOCTEST_CHECK((t.atol == 0x1p-6 && t.rtol == 0x1p-6));  // twice bf16's epsilon 2^-7
+  }
+  DOCTEST_CHECK(compared == 123);
+  DOCTEST_CHECK(contains(text, "dtypes: 123 tensors compared across dtypes, reference torch.bfloat16 against torch.float32"));
+  DOCTEST_CHECK(contains(text, "(bf16/fp16 pairs: at least twice the lower precision's epsilon)"));
+
+  // The planted epsilon bug, in the bf16 reference, is still where it first shows.
+  report = tracetorch::diff_traces(planted("bf16_eps_layer2"), dir / "st");
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.layers.2.post_attention_layernorm outputs");
+  check_clean_before_first_divergence(report);
+
+  // Held to fp32's tolerance instead, the bf16 rounding fails at the first floating tensor.
+  tracetorch::DiffOptions options;
+  options.precision_tolerance = false;
+  report = tracetorch::diff_traces(planted("bf16"), dir / "st", options);
+  DOCTEST_CHECK(first_divergence(report) == "LlamaModel.embed_tokens outputs");
+
+  // fp16 against fp32, by hand: within twice fp16's epsilon (2^-9), beyond it, and float64
+  // against float32 still a dtype mismatch (the test above).
+  write_small_trace(dir / "half", torch::ones({2}, torch::kHalf), torch::tensor({1.0f, 2.0f}).to(torch::kHalf));
+  write_small_trace(dir / "close", torch::ones({2}), torch::tensor({1.0f + 1e-3f, 2.0f + 4e-3f}));
+  write_small_trace(dir / "far", torch::ones({2}), torch::tensor({1.0f, 2.02f}));
+  report = tracetorch::diff_traces(dir / "half", dir / "close");
+  DOCTEST_INFO(report.text(true));
+  DOCTEST_CHECK(report.within_tolerance());
+  DOCTEST_CHECK(report.counts().across_dtypes == 2);
+  DOCTEST_CHECK(report.tensors[1].atol == 0x1p-9);
+  DOCTEST_CHECK(first_divergence(tracetorch::diff_traces(dir / "half", dir / "far")) == "M.leaf outputs");
+
+#ifdef TRACETORCH_DIFF
+  auto result = run_diff(planted("bf16").string() + " " + (dir / "st").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 0);
+  result = run_diff(planted("bf16").string() + " " + (dir / "st").string() + " --no-precision-tolerance");
+  DOCTEST_CHECK(result.exit_code == 1);
 #endif
 }
 

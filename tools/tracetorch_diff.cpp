@@ -1,10 +1,11 @@
 // tracetorch-diff: where does a port first diverge from its reference? Compares two traces of
 // the model addition debugger (tracetorch's or transformers') module by module.
 //
-//   tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']... [--json REPORT] [--all]
+//   tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']... [--accept RULES]...
+//                   [--json REPORT] [--all]
 //
-// Exit status: 0 all within tolerance, 1 something diverges, 2 unreadable or malformed input
-// (or a bad command line).
+// Exit status: 0 all within tolerance (or every difference accepted by a rule), 1 something
+// diverges, 2 unreadable or malformed input (a trace, a rules file) or a bad command line.
 
 #include <tracetorch/diff.hpp>
 
@@ -21,15 +22,22 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']...\n"
-    "                       [--json REPORT] [--all]\n"
+    "                       [--accept RULES]... [--no-precision-tolerance] [--json REPORT] [--all]\n"
     "\n"
     "Compares two model addition debugger traces (directories holding <Root>_debug_tree_FULL_TENSORS.json,\n"
     "or those files) module by module and names the first divergence.\n"
     "  --atol, --rtol  tolerance: |candidate - reference| <= atol + rtol * |reference| (default 1e-5, 1e-4)\n"
     "  --map           rename module paths on both sides before alignment (std::regex, $1 for groups); repeatable\n"
+    "  --accept RULES  reviewed known differences, one rule a line: PATTERN KIND REASON (# comments);\n"
+    "                  PATTERN is MODULE or MODULE:VALUE (globs: * any run, ? one character), KIND one of\n"
+    "                  values, non-tensor, shape, structure, dtype, missing-value, missing-call;\n"
+    "                  matching differences are reported as accepted and do not fail; repeatable\n"
+    "  --no-precision-tolerance  judge bf16/fp16 pairs by --atol/--rtol alone (by default at least twice\n"
+    "                  the lower precision's epsilon: bf16 1.5625e-2, fp16 1.953e-3)\n"
     "  --json REPORT   also write the full report as JSON\n"
     "  --all           list every compared tensor\n"
-    "Exit status: 0 within tolerance, 1 divergence, 2 unreadable or malformed input.\n";
+    "Exit status: 0 within tolerance (or every difference accepted), 1 divergence, 2 unreadable or malformed\n"
+    "input (a trace or a rules file) or a bad command line.\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -70,6 +78,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> positional;
   tracetorch::DiffOptions options;
   std::string json_path;
+  std::vector<std::string> accept_files;
   bool all = false;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -87,8 +96,12 @@ int main(int argc, char** argv) {
         options.rtol = parse_tolerance(arg, value());
       } else if (arg == "--map") {
         options.renames.push_back(tracetorch::PathRename::parse(value()));
+      } else if (arg == "--accept") {
+        accept_files.push_back(value());
       } else if (arg == "--json") {
         json_path = value();
+      } else if (arg == "--no-precision-tolerance") {
+        options.precision_tolerance = false;
       } else if (arg == "--all") {
         all = true;
       } else if (arg.starts_with("--")) {
@@ -104,6 +117,10 @@ int main(int argc, char** argv) {
   }
 
   try {
+    for (const auto& file : accept_files) {
+      auto rules = tracetorch::load_accept_rules(file);  // a malformed file: Error "FILE:LINE: ...", exit 2
+      options.accept.insert(options.accept.end(), rules.begin(), rules.end());
+    }
     std::optional<ProgressLine> progress;
     if (::isatty(STDERR_FILENO)) {
       progress.emplace();

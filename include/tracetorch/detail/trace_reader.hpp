@@ -37,6 +37,8 @@ struct TraceSlot {
   std::map<std::string, std::string> stats;  ///< mean/std/min/max as written, "tensor(-5.1862e-03)"
   // Anything else: its JSON text.
   std::string text;
+  /// Not in the JSON: a root output found as its file (the debugger leaves a root's outputs out).
+  bool from_file_only = false;
 };
 
 /// One module call; `inputs` are recorded when it starts, `outputs` when it returns (after
@@ -46,6 +48,10 @@ struct TraceCall {
   std::size_t depth = 0;       ///< 0 for the root
   std::size_t exit_order = 0;  ///< order just after its outputs: where its last event lies
   std::vector<TraceSlot> inputs, outputs;
+  /// The call's top-level inputs in recorded order, "args.0", "kwargs.mask": a value's position
+  /// among them is what aligns `args.N` on one side with `kwargs.NAME` on the other. Kept from
+  /// the JSON because an empty container records no slot and would shift positions.
+  std::vector<std::string> input_keys;
 };
 
 struct Trace {
@@ -89,6 +95,7 @@ class TraceParser {
     trace.calls[index].depth = depth;
     const std::string call = "module " + trace.calls[index].module_path;
     if (const auto* inputs = object->if_contains("inputs")) {
+      trace.calls[index].input_keys = input_keys(*inputs);
       std::vector<TraceSlot> slots;
       values(*inputs, "inputs", call, 0, slots, trace);
       trace.calls[index].inputs = std::move(slots);
@@ -106,6 +113,20 @@ class TraceParser {
       trace.calls[index].outputs = std::move(slots);
     }
     trace.calls[index].exit_order = next_order_++;
+  }
+
+  static std::vector<std::string> input_keys(const boost::json::value& inputs) {
+    std::vector<std::string> keys;
+    const auto* object = inputs.if_object();
+    if (object == nullptr) return keys;
+    for (const auto& [key, item] : *object) {
+      if (key == "args" && item.is_array()) {
+        for (std::size_t i = 0; i < item.get_array().size(); ++i) keys.push_back("args." + std::to_string(i));
+      } else if (key == "kwargs" && item.is_object()) {
+        for (const auto& entry : item.get_object()) keys.push_back("kwargs." + std::string(entry.key()));
+      }
+    }
+    return keys;
   }
 
   void values(const boost::json::value& value, const std::string& location, const std::string& call, std::size_t depth,
