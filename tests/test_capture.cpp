@@ -507,6 +507,18 @@ DOCTEST_TEST_CASE("patch mapping: exact names first, then patterns in registrati
 
   DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::register_patch_mapping({{"(unclosed", tracetorch::replacement<ToyAttn>()}}),
                                doctest::Contains("not a valid pattern"), tracetorch::Error);
+  // Keys in Python's syntax, as upstream writes them: inline flags, named groups. Lookaround,
+  // which RE2 does not have, is refused at registration.
+  {
+    PatchKeys python_keys{{"(?i)^toy", "(?P<family>Mistral)Mlp$"}};
+    tracetorch::register_patch_mapping({{"(?i)^toy", tracetorch::replacement<FusedToyAttn>()},
+                                        {"(?P<family>Mistral)Mlp$", tracetorch::replacement<ToyLayer>()}});
+    DOCTEST_CHECK(tracetorch::find_patch_replacement("TOYBlock")->name == "FusedToyAttn");
+    DOCTEST_CHECK(tracetorch::find_patch_replacement("MistralMlp")->name == "ToyLayer");
+    DOCTEST_CHECK_FALSE(tracetorch::find_patch_replacement("MistralMlpX").has_value());
+  }
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::register_patch_mapping({{"Llama(?=Attention)", tracetorch::replacement<ToyAttn>()}}),
+                               doctest::Contains("not a valid pattern"), tracetorch::Error);
   DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::unregister_patch_mapping({"FooAttention", "NeverRegistered"}),
                                doctest::Contains("NeverRegistered"), tracetorch::Error);
   DOCTEST_CHECK(tracetorch::find_patch_replacement("FooAttention").has_value());  // nothing removed

@@ -310,6 +310,20 @@ DOCTEST_TEST_CASE("--map renames module paths before alignment") {
 
   DOCTEST_CHECK_THROWS_AS(tracetorch::PathRename::parse("no arrow"), tracetorch::Error);
   DOCTEST_CHECK_THROWS_AS(tracetorch::PathRename::parse("(unclosed=>x"), tracetorch::Error);
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::PathRename::parse("(a)=>$2"), doctest::Contains("(a)=>$2"), tracetorch::Error);
+
+  // RE2: Python's syntax (inline flags), `$&`, `$$`, and linear time on a path of 50,000
+  // characters, where std::regex's recursion overflowed the stack.
+  tracetorch::DiffOptions python_syntax;
+  python_syntax.renames.push_back(tracetorch::PathRename::parse(R"((?i)^model\.BLOCKS\.(?P<n>\d+)=>LlamaModel.layers.$1)"));
+  DOCTEST_CHECK(tracetorch::diff_traces(tiny() / "trace_st", renamed, python_syntax).within_tolerance());
+  const auto apply = [](const tracetorch::PathRename& rename, std::string path) {
+    re2::RE2::GlobalReplace(&path, *rename.compiled(), rename.rewrite());
+    return path;
+  };
+  DOCTEST_CHECK(apply(tracetorch::PathRename::parse("b+=>[$&$$]"), "abba") == "a[bb$]a");
+  const std::string long_path(50000, 'x');
+  DOCTEST_CHECK(apply(tracetorch::PathRename::parse("(x|y)*z=>w"), long_path) == long_path);
 
 #ifdef TRACETORCH_DIFF
   const auto result = run_diff((tiny() / "trace_st").string() + " " + renamed.string() +

@@ -27,7 +27,7 @@ constexpr const char* kUsage =
     "Compares two model addition debugger traces (directories holding <Root>_debug_tree_FULL_TENSORS.json,\n"
     "or those files) module by module and names the first divergence.\n"
     "  --atol, --rtol  tolerance: |candidate - reference| <= atol + rtol * |reference| (default 1e-5, 1e-4)\n"
-    "  --map           rename module paths on both sides before alignment (std::regex, $1 for groups); repeatable\n"
+    "  --map           rename module paths on both sides before alignment (RE2: Python's syntax; $1 for groups); repeatable\n"
     "  --accept RULES  reviewed known differences, one rule a line: PATTERN KIND REASON (# comments);\n"
     "                  PATTERN is MODULE or MODULE:VALUE (globs: * any run, ? one character), KIND one of\n"
     "                  values, non-tensor, shape, structure, dtype, missing-value, missing-call;\n"

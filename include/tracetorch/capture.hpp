@@ -387,9 +387,8 @@ namespace detail {
 
 struct PatchEntry {
   std::string key;
-  // The compiled pattern behind a function: std::regex's matcher is instantiated only where
-  // a mapping is registered, not in every translation unit that captures outputs (it is the
-  // largest code std::regex makes, seconds of compile time).
+  // The compiled pattern behind a function, so that only code that registers a mapping
+  // includes RE2 (patch_mapping.hpp).
   std::function<bool(std::string_view)> matches;
   PatchReplacement replacement;
 };

@@ -31,6 +31,7 @@
 #include <torch/torch.h>
 
 #include <boost/json.hpp>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -43,8 +44,8 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -60,32 +61,63 @@
 
 namespace tracetorch {
 
-/// One `--map 'REGEX=>REPLACEMENT'`: module paths are rewritten with std::regex_replace
-/// (ECMAScript syntax, `$1` for groups) on both sides before alignment, so a port whose
+/// One `--map 'REGEX=>REPLACEMENT'`: module paths are rewritten (every match, `$1` for groups,
+/// `$&` for the match, `$$` for a dollar) on both sides before alignment, so a port whose
 /// modules are named differently (`Model.blocks.3`) can meet its reference (`LlamaModel.layers.3`).
+/// Patterns are RE2: Python's syntax, linear time whatever the path's length.
 struct PathRename {
   std::string pattern;
   std::string replacement;
 
-  /// Splits "REGEX=>REPLACEMENT" at the first "=>"; throws Error for a missing "=>" or a bad regex.
+  /// Splits "REGEX=>REPLACEMENT" at the first "=>"; throws Error for a missing "=>", a bad
+  /// pattern or a replacement naming a group the pattern does not have.
   static PathRename parse(std::string_view spec) {
     const auto arrow = spec.find("=>");
     if (arrow == std::string_view::npos) {
       throw Error("tracetorch: --map " + std::string(spec) + ": expected 'REGEX=>REPLACEMENT'");
     }
     PathRename rename{std::string(spec.substr(0, arrow)), std::string(spec.substr(arrow + 2))};
-    rename.compiled();  // validates now, not at the first path
+    const auto compiled = rename.compiled();  // validates now, not at the first path
+    if (std::string error; !compiled->CheckRewriteString(rename.rewrite(), &error)) {
+      throw Error("tracetorch: --map " + std::string(spec) + ": " + error);
+    }
     return rename;
   }
 
-  std::regex compiled() const {
-    try {
-      return std::regex(pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      throw Error("tracetorch: --map " + pattern + "=>" + replacement + ": invalid regex: " + e.what());
+  std::shared_ptr<const re2::RE2> compiled() const {
+    auto compiled = std::make_shared<const re2::RE2>(pattern, re2::RE2::Quiet);
+    if (!compiled->ok()) {
+      throw Error("tracetorch: --map " + pattern + "=>" + replacement + ": invalid regex: " + compiled->error());
     }
+    return compiled;
+  }
+
+  /// The replacement in RE2's rewrite syntax (`\1`, `\0`, `\\`).
+  std::string rewrite() const {
+    std::string out;
+    for (std::size_t i = 0; i < replacement.size(); ++i) {
+      const char c = replacement[i];
+      const char next = i + 1 < replacement.size() ? replacement[i + 1] : '\0';
+      if (c == '\\') {
+        out += "\\\\";
+      } else if (c == '$' && next >= '0' && next <= '9') {
+        out += '\\';
+        out += next;
+        ++i;
+      } else if (c == '$' && next == '&') {
+        out += "\\0";
+        ++i;
+      } else if (c == '$' && next == '$') {
+        out += '$';
+        ++i;
+      } else {
+        out += c;
+      }
+    }
+    return out;
   }
 };
+
 /// What kind of difference a mismatch is: how the report counts it and what an accept rule names.
 enum class DiffKind {
   values,         ///< a tensor's numbers out of tolerance
@@ -840,10 +872,10 @@ inline DiffReport diff_traces(const std::filesystem::path& reference, const std:
   report.reference_values = detail::values_kind(ref);
   report.candidate_values = detail::values_kind(cand);
 
-  std::vector<std::regex> regexes;
-  for (const auto& rename : options.renames) regexes.push_back(rename.compiled());
+  std::vector<std::pair<std::shared_ptr<const re2::RE2>, std::string>> rewrites;
+  for (const auto& rename : options.renames) rewrites.emplace_back(rename.compiled(), rename.rewrite());
   const auto renamed = [&](std::string path) {
-    for (std::size_t i = 0; i < regexes.size(); ++i) path = std::regex_replace(path, regexes[i], options.renames[i].replacement);
+    for (const auto& [pattern, rewrite] : rewrites) re2::RE2::GlobalReplace(&path, *pattern, rewrite);
     return path;
   };
   auto alignment = detail::align_traces(ref, cand, renamed);

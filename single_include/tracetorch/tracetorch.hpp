@@ -1403,9 +1403,8 @@ namespace detail {
 
 struct PatchEntry {
   std::string key;
-  // The compiled pattern behind a function: std::regex's matcher is instantiated only where
-  // a mapping is registered, not in every translation unit that captures outputs (it is the
-  // largest code std::regex makes, seconds of compile time).
+  // The compiled pattern behind a function, so that only code that registers a mapping
+  // includes RE2 (patch_mapping.hpp).
   std::function<bool(std::string_view)> matches;
   PatchReplacement replacement;
 };
@@ -5540,40 +5539,43 @@ using ModuleList = torch::nn::ModuleList;
 // ---- begin tracetorch/patch_mapping.hpp ----
 /// \file
 /// Run-time patch mapping, as transformers' monkey_patching registry: original class names
-/// (exact, or regex patterns) mapped to replacement module types, which output capture then
-/// records as if they were the originals (tracetorch/capture.hpp consults the registry).
-/// Apart from capture.hpp so that model code, which only declares what it records, does not
-/// compile std::regex.
+/// (exact, or regex patterns) mapped to replacement module types, which output capture records
+/// instead of the originals once patch_output_recorders was called (tracetorch/capture.hpp).
+/// Patterns are RE2, which reads Python's `re` syntax (`(?i)`, `(?P<name>...)`, `\d`) except
+/// lookaround and backreferences, and matches in linear time; links -lre2.
 
 #include <algorithm>
 #include <cstddef>
 #include <mutex>
-#include <regex>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include <re2/re2.h>
+
 
 namespace tracetorch {
 
-/// Maps original class names (exact names or regex patterns, tried with regex search) to
+/// Maps original class names (exact names or patterns, tried as Python's `re.search`) to
 /// replacement types. All-or-nothing: a key already registered (unless `overwrite`) or an
-/// invalid pattern is a tracetorch::Error and nothing is registered.
+/// invalid pattern is a tracetorch::Error and nothing is registered (upstream warns and treats
+/// an invalid pattern as a plain name: refusing it at once is tracetorch's choice).
 inline void register_patch_mapping(const std::vector<std::pair<std::string, PatchReplacement>>& mapping,
                                    bool overwrite = false) {
   std::vector<detail::PatchEntry> prepared;
   prepared.reserve(mapping.size());
   for (const auto& [key, value] : mapping) {
-    try {
-      prepared.push_back({key,
-                          [pattern = std::regex(key, std::regex::ECMAScript)](std::string_view name) {
-                            return std::regex_search(name.begin(), name.end(), pattern);
-                          },
-                          value});
-    } catch (const std::regex_error& error) {
-      throw Error("tracetorch: register_patch_mapping: \"" + key + "\" is not a valid pattern: " + error.what());
+    auto pattern = std::make_shared<const re2::RE2>(key, re2::RE2::Quiet);
+    if (!pattern->ok()) {
+      throw Error("tracetorch: register_patch_mapping: \"" + key + "\" is not a valid pattern: " + pattern->error());
     }
+    prepared.push_back({key,
+                        [pattern](std::string_view name) {
+                          return re2::RE2::PartialMatch(re2::StringPiece(name.data(), name.size()), *pattern);
+                        },
+                        value});
   }
   auto& registry = detail::patch_registry();
   std::lock_guard lock(registry.mutex);
