@@ -7,6 +7,104 @@
 /// `TRACEABLE(Name)` on each module class, `tracetorch::nn::` traced layers, and
 /// `tracetorch::model_addition_debugger` to trace a forward pass.
 
+// ---- begin tracetorch/cache.hpp ----
+/// \file
+/// transformers' `DynamicCache` (cache_utils.py): the key/value cache newer transformers models
+/// build when `use_cache` is on and hand to every decoder layer as `past_key_values`. A trace
+/// records it by upstream's repr, `DynamicCache(layers=[DynamicLayer, DynamicLayer])`.
+///
+/// \code
+/// tracetorch::DynamicCache cache(config.num_hidden_layers);   // upstream: DynamicCache(config=config)
+/// std::tie(k, v) = cache.update(k, v, layer_idx);             // keys/values so far, this step's appended
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/error.hpp ----
+/// \file
+/// The one exception type tracetorch throws for bad input and failed I/O.
+
+#include <stdexcept>
+#include <string>
+
+namespace tracetorch {
+
+/// Thrown for unreadable or malformed files, unwritable paths and misuse.
+/// The message names the file (where there is one) and the cause.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tracetorch
+// ---- end tracetorch/error.hpp ----
+
+namespace tracetorch {
+
+class DynamicCache {
+ public:
+  /// No layers yet: each `update` for a new layer index appends layers up to it, as upstream's
+  /// `DynamicCache()` does.
+  DynamicCache() = default;
+  /// `num_layers` layers made up front, as upstream's `DynamicCache(config=...)` does for a model
+  /// whose layers all use full attention.
+  explicit DynamicCache(std::int64_t num_layers) {
+    if (num_layers < 0) throw Error("DynamicCache: negative layer count " + std::to_string(num_layers));
+    layers_.resize(static_cast<std::size_t>(num_layers));
+  }
+
+  /// Appends this step's keys and values ([batch, heads, seq, head_dim]) to layer `layer_idx`
+  /// along the sequence dimension and returns the layer's keys and values so far.
+  std::pair<torch::Tensor, torch::Tensor> update(const torch::Tensor& key_states, const torch::Tensor& value_states,
+                                                 std::int64_t layer_idx) {
+    if (layer_idx < 0) throw Error("DynamicCache::update: negative layer index " + std::to_string(layer_idx));
+    if (static_cast<std::size_t>(layer_idx) >= layers_.size()) layers_.resize(static_cast<std::size_t>(layer_idx) + 1);
+    auto& layer = layers_[static_cast<std::size_t>(layer_idx)];
+    if (!layer.keys.defined()) {
+      layer.keys = key_states;
+      layer.values = value_states;
+    } else {
+      layer.keys = torch::cat({layer.keys, key_states}, -2);
+      layer.values = torch::cat({layer.values, value_states}, -2);
+    }
+    return {layer.keys, layer.values};
+  }
+
+  /// Tokens cached in layer `layer_idx` (0 for a layer not yet filled).
+  std::int64_t get_seq_length(std::int64_t layer_idx = 0) const {
+    if (layer_idx < 0 || static_cast<std::size_t>(layer_idx) >= layers_.size()) return 0;
+    const auto& layer = layers_[static_cast<std::size_t>(layer_idx)];
+    return layer.keys.defined() ? layer.keys.size(-2) : 0;
+  }
+
+  /// The number of layers (made up front or reached by `update`).
+  std::size_t size() const noexcept { return layers_.size(); }
+  /// Layer `layer_idx`'s keys and values so far (undefined before its first update).
+  const torch::Tensor& keys(std::size_t layer_idx) const { return layers_.at(layer_idx).keys; }
+  const torch::Tensor& values(std::size_t layer_idx) const { return layers_.at(layer_idx).values; }
+
+ private:
+  struct Layer {
+    torch::Tensor keys, values;
+  };
+  std::vector<Layer> layers_;
+};
+
+/// Upstream's repr: `Cache.__repr__` lists its layers, each shown by its class name.
+inline std::string tracetorch_repr(const DynamicCache& cache) {
+  std::string text = "DynamicCache(layers=[";
+  for (std::size_t i = 0; i < cache.size(); ++i) text += i == 0 ? "DynamicLayer" : ", DynamicLayer";
+  return text + "])";
+}
+
+}  // namespace tracetorch
+// ---- end tracetorch/cache.hpp ----
 // ---- begin tracetorch/capture.hpp ----
 /// \file
 /// Output capturing: transformers' `@capture_outputs`, `_can_record_outputs` and `OutputRecorder`
@@ -123,8 +221,9 @@ class ValueVisitor {
   virtual void string(std::string_view value) = 0;
   virtual void dtype(c10::ScalarType value) = 0;
   virtual void tensor(const torch::Tensor& value) = 0;
-  /// A value of a type that has no Python form here: Python shows its default repr.
-  virtual void opaque(std::string_view type_name) = 0;
+  /// A value Python serialises as its repr: a type's `tracetorch_repr`, or the default
+  /// `<Type object at 0xXXXXXXXX>` (the address sanitised as the debugger does).
+  virtual void repr(std::string_view python_repr) = 0;
   virtual void begin_sequence() = 0;
   virtual void begin_mapping() = 0;
   /// The next value is element `index` of the open sequence.
@@ -171,6 +270,21 @@ concept is_keyword_pack = requires(const T& v) {
   tracetorch_keywords(v, [](std::string_view, const auto&) {});
 };
 
+/// `std::string tracetorch_repr(const T&)`, found by argument-dependent lookup, gives a type the
+/// repr line Python's debugger would record for the object it stands for.
+template <class T>
+concept has_python_repr = requires(const T& v) {
+  { tracetorch_repr(v) } -> std::convertible_to<std::string_view>;
+};
+
+/// Raw and smart pointers stand for the object they point to (Python passes references); null is None.
+template <class T>
+concept is_pointer_like = (std::is_pointer_v<T> && !is_string_like<T>) || requires(const T& p) {
+  typename T::element_type;
+  p.get();
+  *p;
+};
+
 /// True when Python would hold None here: ModelOutput leaves such fields out.
 template <class T>
 bool is_none_like(const T& value) {
@@ -181,6 +295,8 @@ bool is_none_like(const T& value) {
     return !value.has_value();
   } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
     return true;
+  } else if constexpr (is_pointer_like<U>) {
+    return value == nullptr;
   } else {
     return false;
   }
@@ -207,6 +323,10 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     } else {
       visitor.none();
     }
+  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
+    visitor.none();  // before strings: nullptr converts to std::string_view
+  } else if constexpr (has_python_repr<U>) {
+    visitor.repr(std::string_view(tracetorch_repr(value)));
   } else if constexpr (std::is_same_v<U, bool>) {
     visitor.boolean(value);
   } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
@@ -217,8 +337,6 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     visitor.dtype(value);
   } else if constexpr (is_string_like<U>) {
     visitor.string(std::string_view(value));
-  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
-    visitor.none();
   } else if constexpr (std::is_same_v<U, c10::Scalar>) {
     if (value.isBoolean()) {
       visitor.boolean(value.toBool());
@@ -232,6 +350,12 @@ void visit_value(const T& value, ValueVisitor& visitor) {
       visit_value(*value, visitor);
     } else {
       visitor.none();
+    }
+  } else if constexpr (is_pointer_like<U>) {
+    if (value == nullptr) {
+      visitor.none();
+    } else {
+      visit_value(*value, visitor);
     }
   } else if constexpr (has_named_fields<U>) {
     visitor.begin_mapping();
@@ -270,7 +394,7 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     }
     visitor.end();
   } else {
-    visitor.opaque(c10::demangle(typeid(U).name()));
+    visitor.repr("<" + c10::demangle(typeid(U).name()) + " object at 0xXXXXXXXX>");
   }
 }
 
@@ -580,24 +704,6 @@ class AttachmentSet {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/attachments.hpp ----
-// ---- begin tracetorch/error.hpp ----
-/// \file
-/// The one exception type tracetorch throws for bad input and failed I/O.
-
-#include <stdexcept>
-#include <string>
-
-namespace tracetorch {
-
-/// Thrown for unreadable or malformed files, unwritable paths and misuse.
-/// The message names the file (where there is one) and the cause.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-}  // namespace tracetorch
-// ---- end tracetorch/error.hpp ----
 // ---- begin tracetorch/module.hpp ----
 /// \file
 /// `TRACEABLE(Name)`: the one annotation a module class needs.
@@ -624,6 +730,99 @@ class Error : public std::runtime_error {
 #include <type_traits>
 #include <utility>
 
+// ---- begin tracetorch/detail/debug_io.hpp ----
+// Tracing switched on from the call, as upstream models accept `debug_io=True`,
+// `debug_io_dir=` and `prune_layers=` (transformers' check_model_inputs wraps such a call in
+// model_addition_debugger_context). A traced forward whose arguments include an options struct
+// with those members checks them; the debugger itself is reached through a pointer that
+// <tracetorch/debugger.hpp> sets, so model code compiles without it.
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+
+namespace tracetorch::detail {
+
+/// What a call asked for: transformers' defaults are "model_debug" and no pruning (its
+/// `prune_layers` keyword defaults to None).
+struct DebugIoRequest {
+  std::string debug_io_dir = "model_debug";
+  bool prune_layers = false;
+};
+
+/// An options struct carrying upstream's debug_io keywords.
+template <class T>
+concept has_debug_io_keywords = requires(const T& options) {
+  { options.debug_io.value_or(false) } -> std::convertible_to<bool>;
+  options.debug_io_dir;
+  options.prune_layers;
+};
+
+template <class... A>
+inline constexpr bool any_debug_io_keywords = (has_debug_io_keywords<std::remove_cvref_t<A>> || ...);
+
+/// The request of the first argument that sets debug_io=true, if any.
+template <class... A>
+std::optional<DebugIoRequest> debug_io_request(const A&... args) {
+  std::optional<DebugIoRequest> request;
+  const auto look = [&](const auto& arg) {
+    using T = std::remove_cvref_t<decltype(arg)>;
+    if constexpr (has_debug_io_keywords<T>) {
+      if (!request && arg.debug_io.value_or(false)) {
+        request.emplace();
+        if (arg.debug_io_dir) request->debug_io_dir = *arg.debug_io_dir;
+        if (arg.prune_layers) request->prune_layers = *arg.prune_layers;
+      }
+    }
+  };
+  (look(args), ...);
+  return request;
+}
+
+/// Runs `call` (the traced forward of `root` again) under a debugger rooted at `root`.
+using DebugIoRunner = void (*)(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request,
+                               const std::function<void()>& call);
+
+inline std::atomic<DebugIoRunner>& debug_io_runner() {
+  static std::atomic<DebugIoRunner> runner{nullptr};
+  return runner;
+}
+
+/// True on a thread while a debug_io call runs: the call under the debugger must not start
+/// another one.
+inline bool& debug_io_running() {
+  thread_local bool running = false;
+  return running;
+}
+
+template <class R, class Call>
+R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request, Call&& call) {
+  const DebugIoRunner runner = debug_io_runner().load(std::memory_order_acquire);
+  if (runner == nullptr) {
+    throw Error("tracetorch: debug_io=true needs the debugger: include <tracetorch/debugger.hpp> (or "
+                "<tracetorch/tracetorch.hpp>) in one translation unit of the program");
+  }
+  struct Running {
+    Running() { debug_io_running() = true; }
+    ~Running() { debug_io_running() = false; }
+  } running;
+  if constexpr (std::is_void_v<R>) {
+    runner(root, root_name, request, [&] { call(); });
+  } else {
+    std::optional<R> result;
+    runner(root, root_name, request, [&] { result.emplace(call()); });
+    return std::move(*result);
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/debug_io.hpp ----
 
 namespace tracetorch::detail {
 
@@ -665,6 +864,16 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
 // attached; otherwise the observers see the call (detail/call.hpp).
 #ifndef TRACETORCH_DISABLE
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
+  if constexpr (::tracetorch::detail::any_debug_io_keywords<Types...>) {                          \
+    if (auto request = ::tracetorch::detail::debug_io_request(values...);                         \
+        request && !::tracetorch::detail::debug_io_running()) [[unlikely]] {                      \
+      return ::tracetorch::detail::run_with_debug_io<R>(*this, this->traced_name(), *request, [&]() -> R { \
+        return ::tracetorch::detail::traced_call<R>(                                              \
+            *this, this->attachments_.load(std::memory_order_acquire),                            \
+            [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...);     \
+      });                                                                                         \
+    }                                                                                             \
+  }                                                                                               \
   ::tracetorch::detail::Attachment* head = this->attachments_.load(std::memory_order_acquire);  \
   if (head == nullptr) [[likely]]                                                                 \
     return Impl::forward(std::forward<Types>(values)...);                                        \
@@ -731,20 +940,84 @@ TRACETORCH_DETAIL_TRACED(const);
 TRACETORCH_DETAIL_TRACED(noexcept);
 TRACETORCH_DETAIL_TRACED(const noexcept);
 #undef TRACETORCH_DETAIL_TRACED
+#undef TRACETORCH_DETAIL_FORWARD_BODY
 
-/// The holder of a traced module: `torch::nn::ModuleHolder` whose call operator goes through
-/// the traced `call`, so default arguments of `forward` keep working.
+template <class... T>
+struct TypeList {};
+
+/// One call operator per number of arguments `Impl::forward` accepts, each with the exact
+/// parameter types, so that braced keyword packs work (`layer(h, {.attention_mask = m})`: a
+/// template cannot deduce a braced list) and default arguments of `forward` still apply.
+template <class Holder, class Impl, class R, class Given, class Rest>
+class HolderCalls;
+template <class Holder, class Impl, class R, class... Given>
+class HolderCalls<Holder, Impl, R, TypeList<Given...>, TypeList<>> {
+ public:
+  R operator()(Given... args) { return static_cast<Holder&>(*this).invoke(std::forward<Given>(args)...); }
+};
+template <class Holder, class Impl, class R, class... Given, class Next, class... Rest>
+class HolderCalls<Holder, Impl, R, TypeList<Given...>, TypeList<Next, Rest...>>
+    : public HolderCalls<Holder, Impl, R, TypeList<Given..., Next>, TypeList<Rest...>> {
+ public:
+  using HolderCalls<Holder, Impl, R, TypeList<Given..., Next>, TypeList<Rest...>>::operator();
+  // Fewer arguments than forward's parameters: only where forward's defaults allow it.
+  R operator()(Given... args)
+    requires requires(Impl& impl, Given&&... given) { impl.forward(std::forward<Given>(given)...); }
+  {
+    return static_cast<Holder&>(*this).invoke(std::forward<Given>(args)...);
+  }
+};
+
+/// The call operators of a holder whose `Impl::forward` is overloaded or a template: one
+/// forwarding template, as LibTorch's holder has.
+template <class Holder, class Impl, class ForwardPointer>
+class HolderCallOperators {
+ public:
+  template <class... A>
+  decltype(auto) operator()(A&&... args) {
+    return static_cast<Holder&>(*this).invoke(std::forward<A>(args)...);
+  }
+};
+#define TRACETORCH_DETAIL_HOLDER_CALLS(QUALIFIERS)                                                   \
+  template <class Holder, class Impl, class C, class R, class... A>                                  \
+  class HolderCallOperators<Holder, Impl, R (C::*)(A...) QUALIFIERS>                                 \
+      : public HolderCalls<Holder, Impl, R, TypeList<>, TypeList<A...>> {}
+TRACETORCH_DETAIL_HOLDER_CALLS();
+TRACETORCH_DETAIL_HOLDER_CALLS(const);
+TRACETORCH_DETAIL_HOLDER_CALLS(noexcept);
+TRACETORCH_DETAIL_HOLDER_CALLS(const noexcept);
+#undef TRACETORCH_DETAIL_HOLDER_CALLS
+
+/// The holder of a traced module: `torch::nn::ModuleHolder` whose call operators go through the
+/// traced `call` (the traced forward, with forward's default arguments).
 template <class Impl, FixedString Name>
-class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>> {
+class TracedHolder : public torch::nn::ModuleHolder<Traced<Impl, Name>>,
+                     public HolderCallOperators<TracedHolder<Impl, Name>, Impl, typename forward_pointer<Impl>::type> {
   using Base = torch::nn::ModuleHolder<Traced<Impl, Name>>;
 
  public:
   using Base::Base;
   using Impl_ = Impl;
+  using HolderCallOperators<TracedHolder<Impl, Name>, Impl, typename forward_pointer<Impl>::type>::operator();
 
   template <class... A>
-  decltype(auto) operator()(A&&... args) {
+  decltype(auto) invoke(A&&... args) {
     return this->get()->call(std::forward<A>(args)...);
+  }
+};
+
+/// The holder under TRACETORCH_DISABLE: LibTorch's holder of the plain Impl with the same call
+/// operators, so that keyword calls (`layer(h, {.attention_mask = m})`) compile either way.
+template <class Impl>
+class PlainHolder : public torch::nn::ModuleHolder<Impl>,
+                    public HolderCallOperators<PlainHolder<Impl>, Impl, typename forward_pointer<Impl>::type> {
+ public:
+  using torch::nn::ModuleHolder<Impl>::ModuleHolder;
+  using HolderCallOperators<PlainHolder<Impl>, Impl, typename forward_pointer<Impl>::type>::operator();
+
+  template <class... A>
+  decltype(auto) invoke(A&&... args) {
+    return this->get()->forward(std::forward<A>(args)...);
   }
 };
 
@@ -795,14 +1068,25 @@ using traced_type_t = typename traced_type<T>::type;
 }  // namespace detail
 }  // namespace tracetorch
 
-/// `TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the holder `Name`
-/// like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's path).
-#define TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+/// `TRACETORCH_TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the
+/// holder `Name` like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's
+/// path). `TRACEABLE(Name)` is its short name, left undefined under
+/// TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES (as doctest's DOCTEST_CONFIG_NO_SHORT_MACRO_NAMES).
+#define TRACETORCH_TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+#ifndef TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES
+#define TRACEABLE(Name) TRACETORCH_TRACEABLE(Name)
+#endif
 
-/// `TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
+/// `TRACETORCH_TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
 #ifdef TRACETORCH_DISABLE
-// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): exactly LibTorch's holder, no tracing.
-#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType) TORCH_MODULE_IMPL(Name, ImplType)
+// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): LibTorch's holder of the plain Impl, no
+// tracing; the call operators are the traced holder's, so calls compile the same way.
+#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
+  class Name : public ::tracetorch::detail::PlainHolder<ImplType> { /* NOLINT */                  \
+   public:                                                                                        \
+    using ::tracetorch::detail::PlainHolder<ImplType>::PlainHolder;                               \
+    using Impl = ImplType;                                                                        \
+  }
 #else
 #define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
   class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
@@ -862,6 +1146,12 @@ struct OutputOptions {
   std::optional<bool> output_attentions;
   std::optional<bool> use_cache;
   std::optional<bool> return_dict;
+  /// Trace this call with the model addition debugger, as upstream's `debug_io=True`: into
+  /// `debug_io_dir` (default "model_debug"), pruned when `prune_layers` (default false, as
+  /// upstream's None). The traced module needs nothing: its traced forward sees these keywords.
+  std::optional<bool> debug_io;
+  std::optional<std::string> debug_io_dir;
+  std::optional<bool> prune_layers;
 };
 
 /// In a trace, options appear as Python keyword arguments holding only what was set, so a call
@@ -878,6 +1168,9 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
   if (options.output_attentions) visit("output_attentions", *options.output_attentions);
   if (options.use_cache) visit("use_cache", *options.use_cache);
   if (options.return_dict) visit("return_dict", *options.return_dict);
+  if (options.debug_io) visit("debug_io", *options.debug_io);
+  if (options.debug_io_dir) visit("debug_io_dir", *options.debug_io_dir);
+  if (options.prune_layers) visit("prune_layers", *options.prune_layers);
 }
 
 /// How `capture_outputs` finishes hidden_states.
@@ -1510,6 +1803,13 @@ class OutputTuple {
 
 namespace detail {
 
+/// A to_tuple item that c10::IValue cannot hold itself.
+template <class T>
+struct TupleObject final : torch::CustomClassHolder {
+  explicit TupleObject(T object) : value(std::move(object)) {}
+  T value;
+};
+
 template <class T>
 void append_tuple_item(OutputTuple& tuple, const T& value) {
   using U = std::remove_cvref_t<T>;
@@ -1519,12 +1819,27 @@ void append_tuple_item(OutputTuple& tuple, const T& value) {
     if (value.has_value()) append_tuple_item(tuple, *value);
   } else if constexpr (std::is_same_v<U, std::vector<torch::Tensor>>) {
     tuple.push_back(c10::IValue(c10::List<torch::Tensor>(value)));
-  } else {
+  } else if constexpr (std::is_constructible_v<c10::IValue, const U&>) {
     tuple.push_back(c10::IValue(value));
+  } else {
+    // An object (a cache, a pointer to one): kept as it is in a capsule, None when null.
+    if (!is_none_like(value)) tuple.push_back(c10::IValue::make_capsule(c10::make_intrusive<TupleObject<U>>(value)));
   }
 }
 
 }  // namespace detail
+
+/// Field `i` of an OutputTuple that holds an object of type `T` (a field IValue cannot hold, such
+/// as `std::shared_ptr<DynamicCache>`); a tracetorch::Error if it holds something else.
+template <class T>
+const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
+  const auto& item = tuple[i];
+  if (item.isCapsule()) {
+    const auto capsule = item.toCapsule();
+    if (const auto* object = dynamic_cast<const detail::TupleObject<T>*>(capsule.get())) return object->value;
+  }
+  throw Error("tracetorch: OutputTuple item " + std::to_string(i) + " is not an object of the type asked for");
+}
 
 /// The tuple form of an output struct, in field order (through Boost.PFR).
 template <class Out>
@@ -1579,6 +1894,7 @@ OutputTuple to_tuple(const Out& out) {
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -4274,10 +4590,7 @@ class TraceJsonBuilder final : public ArgumentVisitor {
     *next_ = encoder_.encode(value, prefix_, next_->storage());
     next_ = nullptr;
   }
-  void opaque(std::string_view type_name) override {
-    // Python's default repr, with the address already sanitised as the debugger does.
-    place("<" + std::string(type_name) + " object at 0xXXXXXXXX>");
-  }
+  void repr(std::string_view python_repr) override { place(python_repr); }
   void begin_sequence() override { open(boost::json::kind::array); }
   void begin_mapping() override { open(boost::json::kind::object); }
   void element(std::size_t index) override {
@@ -4914,8 +5227,11 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
 class ScopeAccess {
   template <class ModuleType>
   friend DebuggerScope tracetorch::model_addition_debugger(const std::shared_ptr<ModuleType>&, DebuggerOptions);
+  friend DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options);
   ScopeAccess() = default;
 };
+
+DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options);
 
 }  // namespace detail
 
@@ -4956,6 +5272,20 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
   static_assert(std::is_base_of_v<detail::TracedModuleBase, ModuleType>,
                 "tracetorch::model_addition_debugger: the root module must be declared with TRACEABLE(Name)");
   if (!model) throw Error("tracetorch: model_addition_debugger: the model is empty (a null holder)");
+  return detail::open_debugger(*model, std::string(model->traced_name()), std::move(options));
+#endif
+}
+
+template <class ModuleType>
+DebuggerScope model_addition_debugger(torch::nn::ModuleHolder<ModuleType>& model, DebuggerOptions options = {}) {
+  return model_addition_debugger(model.ptr(), std::move(options));
+}
+
+
+namespace detail {
+
+/// model_addition_debugger for a module known by reference and name.
+inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options) {
   auto attachments = std::make_unique<detail::AttachmentSet>();
   const int rank = options.rank ? *options.rank : detail::rank_from_environment();
   if (rank != 0) return DebuggerScope(detail::ScopeAccess(), nullptr, std::move(attachments));
@@ -4972,30 +5302,236 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
   if (::faccessat(AT_FDCWD, options.debug_path.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
     throw Error("tracetorch: cannot write in debug_path " + options.debug_path.string() + ": " + std::strerror(errno));
   }
-  const std::string root_name(model->traced_name());
   auto session = std::make_unique<detail::DebuggerSession>(root_name, std::move(options));
-  attachments->attach(*model, root_name, *session);
+  attachments->attach(model, root_name, *session);
   return DebuggerScope(detail::ScopeAccess(), std::move(session), std::move(attachments));
-#endif
 }
 
-template <class ModuleType>
-DebuggerScope model_addition_debugger(torch::nn::ModuleHolder<ModuleType>& model, DebuggerOptions options = {}) {
-  return model_addition_debugger(model.ptr(), std::move(options));
+/// What `debug_io=true` in a call's options runs (detail/debug_io.hpp): the call, traced.
+inline void run_debug_io(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request,
+                         const std::function<void()>& call) {
+  const auto scope = open_debugger(root, std::string(root_name),
+                                   {.debug_path = request.debug_io_dir, .do_prune_layers = request.prune_layers});
+  call();
 }
+
+// Every translation unit that includes the debugger makes it reachable from debug_io calls (a
+// non-inline static: its initializer runs at start-up whether or not anything names it).
+[[maybe_unused]] static const bool debug_io_available = (debug_io_runner().store(&run_debug_io), true);
+
+}  // namespace detail
 
 }  // namespace tracetorch
 // ---- end tracetorch/debugger.hpp ----
+// ---- begin tracetorch/keywords.hpp ----
+/// \file
+/// Keyword arguments for a traceable `forward`: the C++ form of Python's `f(h, attention_mask=m)`.
+///
+/// A port declares one struct per call convention, its fields in the order upstream passes them,
+/// and lists the names once. A call reads like Python, and a trace records exactly the keywords the
+/// caller passed, in the call's order (C++ requires designators in declaration order, so the
+/// call's order is the declared one):
+///
+/// \code
+/// struct DecoderLayerKeywords {
+///   tracetorch::Keyword<torch::Tensor> attention_mask;
+///   tracetorch::Keyword<const DynamicCache*> past_key_values;
+///   tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);  // not recorded unless passed
+/// };
+/// TRACETORCH_KEYWORDS(DecoderLayerKeywords, attention_mask, past_key_values, use_cache);
+///
+/// torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h, const DecoderLayerKeywords& kw = {});
+/// layer(h, {.attention_mask = mask, .past_key_values = nullptr});
+/// // kwargs: {"attention_mask": {...tensor...}, "past_key_values": "None"}
+/// \endcode
+///
+/// A misspelled keyword does not compile: the compiler reports that the braced list cannot
+/// convert to `const DecoderLayerKeywords&` (compile_fail/keyword_misspelled.cpp).
+
+#include <boost/pfr/core.hpp>
+#include <boost/preprocessor/seq/for_each.hpp>
+#include <boost/preprocessor/stringize.hpp>
+#include <boost/preprocessor/variadic/size.hpp>
+#include <boost/preprocessor/variadic/to_seq.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace tracetorch {
+
+/// A default value that does not count as passed: `Keyword<bool> use_cache = defaults_to(false);`.
+template <class T>
+struct KeywordDefault {
+  static constexpr bool is_keyword_default = true;
+  T value;
+};
+
+/// `defaults_to(v)`: the value a keyword holds when the caller does not pass it.
+template <class T>
+constexpr KeywordDefault<std::decay_t<T>> defaults_to(T&& value) {
+  return {std::forward<T>(value)};
+}
+
+/// One keyword argument: a value, whether the caller passed it, and whether it was passed as
+/// None (`nullptr` or `std::nullopt`). A trace records it only when passed; None records as `None`.
+template <class T>
+class Keyword {
+  // What `{.name = value}` accepts as a passed value (the other forms have their own constructors).
+  template <class U>
+  static constexpr bool passable =
+      std::is_constructible_v<T, U&&> && !std::is_same_v<std::remove_cvref_t<U>, Keyword> &&
+      !requires { std::remove_cvref_t<U>::is_keyword_default; } &&
+      !std::is_same_v<std::remove_cvref_t<U>, std::nullopt_t> &&
+      !requires { typename std::remove_cvref_t<U>::value_type; std::declval<U>().has_value(); } &&
+      (!std::is_same_v<std::remove_cvref_t<U>, std::nullptr_t> || std::is_pointer_v<T>);
+
+ public:
+  using value_type = T;
+
+  /// Not passed; holds `T{}`.
+  Keyword() = default;
+  /// Not passed; holds the default.
+  template <class U>
+    requires std::is_constructible_v<T, U&&>
+  Keyword(KeywordDefault<U> fallback) : value_(std::move(fallback.value)), has_value_(true) {}  // NOLINT
+  /// Passed: `{.name = value}`.
+  template <class U>
+    requires passable<U>
+  Keyword(U&& value) : value_(std::forward<U>(value)), passed_(true), has_value_(!is_null(value_)) {}  // NOLINT
+  /// Passed as None: `{.name = nullptr}`, for any `T` (a tensor holds an undefined tensor).
+  Keyword(std::nullptr_t) : passed_(true) {}  // NOLINT: implicit by design
+  /// Passed as None: `{.name = std::nullopt}`.
+  Keyword(std::nullopt_t) : passed_(true) {}  // NOLINT: implicit by design
+  /// Passed; None when the optional is empty.
+  template <class U>
+    requires std::is_constructible_v<T, const U&>
+  Keyword(const std::optional<U>& value)  // NOLINT: implicit by design
+      : value_(value ? T(*value) : T{}), passed_(true), has_value_(value.has_value()) {}
+
+  /// True when the caller passed this keyword (None included).
+  bool passed() const noexcept { return passed_; }
+  /// True when the caller passed None.
+  bool is_none() const noexcept { return passed_ && !has_value_; }
+  /// True when there is a value to use: passed and not None, or a default (`defaults_to`); false
+  /// for a keyword neither passed nor defaulted, as a Python parameter defaulting to None.
+  bool has_value() const noexcept { return has_value_; }
+
+  const T& value() const noexcept { return value_; }
+  const T& operator*() const noexcept { return value_; }
+  const T* operator->() const noexcept { return &value_; }
+  operator const T&() const noexcept { return value_; }  // NOLINT: reads like the value it holds
+
+  /// The value, or `fallback` when there is none (see has_value).
+  template <class U>
+  T value_or(U&& fallback) const {
+    return has_value_ ? value_ : T(std::forward<U>(fallback));
+  }
+
+ private:
+  static bool is_null(const T& value) noexcept {
+    if constexpr (std::is_pointer_v<T>) {
+      return value == nullptr;
+    } else {
+      return false;
+    }
+  }
+
+  T value_{};
+  bool passed_ = false;
+  bool has_value_ = false;
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_keyword_v = false;
+template <class T>
+inline constexpr bool is_keyword_v<Keyword<T>> = true;
+
+/// Calls `visit(name, value)` for a field that counts as passed: a Keyword the caller passed (None
+/// as `nullptr`), an engaged optional, or any other field.
+template <class Visit, class Field>
+void visit_keyword_field(Visit& visit, std::string_view name, const Field& field) {
+  if constexpr (is_keyword_v<Field>) {
+    if (!field.passed()) return;
+    if (field.is_none()) {
+      visit(name, nullptr);
+    } else {
+      visit(name, field.value());
+    }
+  } else if constexpr (requires { field.has_value(); typename Field::value_type; }) {
+    if (field.has_value()) visit(name, *field);
+  } else {
+    visit(name, field);
+  }
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+
+#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field) \
+  ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field);
+
+/// Declares a keyword struct's fields, in declaration order, after the struct (in its namespace):
+/// a trace then shows the struct, passed to a forward, as Python keyword arguments.
+#define TRACETORCH_KEYWORDS(Type, ...)                                                               \
+  template <class Visitor>                                                                           \
+  void tracetorch_keywords(const Type& value, Visitor&& visit) {                                     \
+    static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),          \
+                  "TRACETORCH_KEYWORDS(" #Type ", ...) must list every field of the struct");        \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  }                                                                                                  \
+  static_assert(true)
+// ---- end tracetorch/keywords.hpp ----
 // ---- begin tracetorch/nn.hpp ----
 /// \file
-/// Traced forms of the LibTorch layers models are built from. Each is the LibTorch module with
-/// the same options and behaviour, registered under PyTorch's class name, so a trace shows
-/// `LlamaModel.layers.0.mlp.gate_proj` exactly where transformers does.
+/// Traced layers: LibTorch's (nn/layers.hpp) and transformers' building blocks (activations,
+/// GPT-2's Conv1D), each registered under its Python class name, and PyTorch's state dict with
+/// non-persistent buffers (nn/state_dict.hpp).
 ///
 /// \code
 /// tracetorch::nn::Linear gate_proj{nullptr};
 /// gate_proj = register_module("gate_proj", tracetorch::nn::Linear(torch::nn::LinearOptions(64, 172).bias(false)));
 /// \endcode
+
+// ---- begin tracetorch/nn/activations.hpp ----
+/// \file
+/// transformers' activations (activations.py): the module classes behind `ACT2FN[config.hidden_act]`,
+/// each registered under its Python class name and computing its formula with the same tensor
+/// operations in the same order, so that its output equals Python's bit for bit on the same input.
+///
+/// \code
+/// torch::nn::AnyModule act = tracetorch::nn::get_activation("gelu_new");  // ACT2FN["gelu_new"]
+/// register_module("act", act.ptr());                                    // a NewGELUActivation
+/// torch::Tensor y = act.forward(x);
+/// \endcode
+///
+/// The formulas are not interchangeable: `gelu_new` (NewGELUActivation), `gelu_fast`,
+/// `gelu_accurate` and `gelu_pytorch_tanh` (LibTorch's tanh-approximate GELU kernel) are the same
+/// function in exact arithmetic and differ by up to 2.4e-7 in float32, enough to change a printed
+/// tensor's last digit.
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <numbers>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// ---- begin tracetorch/nn/layers.hpp ----
+/// \file
+/// Traced forms of the LibTorch layers models are built from. Each is the LibTorch module with
+/// the same options and behaviour, registered under PyTorch's class name, so a trace shows
+/// `LlamaModel.layers.0.mlp.gate_proj` exactly where transformers does.
+///
+/// `Conv1d` here is LibTorch's (PyTorch's `nn.Conv1d`) convolution; transformers' GPT-2 layer
+/// `Conv1D` (a linear layer with its weight stored [in, out]) is `tracetorch::nn::Conv1D`, in
+/// nn/conv1d.hpp.
 
 #include <torch/torch.h>
 
@@ -5013,6 +5549,10 @@ using GELU = torch::nn::GELU;
 using ReLU = torch::nn::ReLU;
 using Tanh = torch::nn::Tanh;
 using Softmax = torch::nn::Softmax;
+using Sigmoid = torch::nn::Sigmoid;
+using LeakyReLU = torch::nn::LeakyReLU;
+using ReLU6 = torch::nn::ReLU6;
+using PReLU = torch::nn::PReLU;
 using Conv1d = torch::nn::Conv1d;
 using Conv2d = torch::nn::Conv2d;
 using Sequential = torch::nn::Sequential;
@@ -5026,6 +5566,10 @@ TRACETORCH_TRACEABLE_IMPL(GELU, torch::nn::GELUImpl);
 TRACETORCH_TRACEABLE_IMPL(ReLU, torch::nn::ReLUImpl);
 TRACETORCH_TRACEABLE_IMPL(Tanh, torch::nn::TanhImpl);
 TRACETORCH_TRACEABLE_IMPL(Softmax, torch::nn::SoftmaxImpl);
+TRACETORCH_TRACEABLE_IMPL(Sigmoid, torch::nn::SigmoidImpl);
+TRACETORCH_TRACEABLE_IMPL(LeakyReLU, torch::nn::LeakyReLUImpl);
+TRACETORCH_TRACEABLE_IMPL(ReLU6, torch::nn::ReLU6Impl);
+TRACETORCH_TRACEABLE_IMPL(PReLU, torch::nn::PReLUImpl);
 TRACETORCH_TRACEABLE_IMPL(Conv1d, torch::nn::Conv1dImpl);
 TRACETORCH_TRACEABLE_IMPL(Conv2d, torch::nn::Conv2dImpl);
 /// A traced Sequential: one node for the Sequential call, one per element that is itself traced.
@@ -5036,6 +5580,380 @@ TRACETORCH_TRACEABLE_IMPL(Sequential, torch::nn::SequentialImpl);
 using ModuleList = torch::nn::ModuleList;
 
 }  // namespace tracetorch::nn
+// ---- end tracetorch/nn/layers.hpp ----
+
+namespace tracetorch::nn::functional {
+
+// Each is transformers' formula, operation for operation: the tanh GELUs are one function in exact
+// arithmetic, but each way of writing it rounds differently in float32.
+
+/// GELUActivation(use_gelu_python=True): x * 0.5 * (1 + erf(x / sqrt(2))).
+inline torch::Tensor gelu_python(const torch::Tensor& input) {
+  return input * 0.5 * (1.0 + torch::erf(input / std::sqrt(2.0)));
+}
+/// NewGELUActivation, GPT-2's gelu: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
+inline torch::Tensor gelu_new(const torch::Tensor& input) {
+  return 0.5 * input * (1.0 + torch::tanh(std::sqrt(2.0 / std::numbers::pi) * (input + 0.044715 * torch::pow(input, 3.0))));
+}
+/// GELUTanh(use_gelu_tanh_python=True): gelu_new written with `x * 0.5` in front.
+inline torch::Tensor gelu_python_tanh(const torch::Tensor& input) {
+  return input * 0.5 * (1.0 + torch::tanh(std::sqrt(2.0 / std::numbers::pi) * (input + 0.044715 * torch::pow(input, 3.0))));
+}
+/// FastGELUActivation: the constant rounded to 0.7978845608 and x^3 written as x * x.
+inline torch::Tensor gelu_fast(const torch::Tensor& input) {
+  return 0.5 * input * (1.0 + torch::tanh(input * 0.7978845608 * (1.0 + 0.044715 * input * input)));
+}
+/// AccurateGELUActivation (MEGA).
+inline torch::Tensor gelu_accurate(const torch::Tensor& input) {
+  const double precomputed_constant = std::sqrt(2 / std::numbers::pi);
+  return 0.5 * input * (1 + torch::tanh(precomputed_constant * (input + 0.044715 * torch::pow(input, 3))));
+}
+/// QuickGELUActivation: x * sigmoid(1.702 * x).
+inline torch::Tensor quick_gelu(const torch::Tensor& input) { return input * torch::sigmoid(1.702 * input); }
+/// LaplaceActivation (MEGA) with upstream's forward defaults mu = 0.707107, sigma = 0.282095.
+inline torch::Tensor laplace(const torch::Tensor& input) {
+  const double mu = 0.707107, sigma = 0.282095;
+  const torch::Tensor scaled = (input - mu).div(sigma * std::sqrt(2.0));
+  return 0.5 * (1.0 + torch::erf(scaled));
+}
+/// ReLUSquaredActivation: relu(x)^2.
+inline torch::Tensor relu2(const torch::Tensor& input) { return torch::square(torch::relu(input)); }
+
+}  // namespace tracetorch::nn::functional
+
+namespace tracetorch::nn {
+namespace detail {
+
+/// A parameterless activation module: `forward` applies `Formula`, `pretty_print` shows the
+/// Python repr `Name()` (transformers' activations have no extra_repr).
+template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Formula)(const torch::Tensor&)>
+struct FormulaActivation : torch::nn::Cloneable<Derived> {
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return Formula(input); }
+  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
+};
+
+/// LibTorch's kernel, or upstream's formula written out when the Python flag (`use_gelu_python`,
+/// `use_gelu_tanh_python`) asks for it.
+template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Kernel)(const torch::Tensor&),
+          torch::Tensor (*WrittenOut)(const torch::Tensor&)>
+struct KernelOrFormulaActivation : torch::nn::Cloneable<Derived> {
+  explicit KernelOrFormulaActivation(bool written_out) : written_out(written_out) {}
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return written_out ? WrittenOut(input) : Kernel(input); }
+  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
+  bool written_out;
+};
+
+inline torch::Tensor identity(const torch::Tensor& input) { return input; }
+inline torch::Tensor plain_gelu(const torch::Tensor& input) { return torch::gelu(input); }
+inline torch::Tensor tanh_gelu(const torch::Tensor& input) { return torch::gelu(input, "tanh"); }
+inline torch::Tensor silu(const torch::Tensor& input) { return torch::silu(input); }
+inline torch::Tensor mish(const torch::Tensor& input) { return torch::mish(input); }
+
+}  // namespace detail
+
+// One Impl per Python class; the traced holder carries the Python class name.
+#define TRACETORCH_DETAIL_FORMULA_ACTIVATION(Name, formula)                  \
+  struct Name##Impl : detail::FormulaActivation<Name##Impl, #Name, formula> {}; \
+  TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+
+/// `gelu_new`: GPT-2's activation (not LibTorch's tanh GELU kernel: ~1e-7 apart in float32).
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(NewGELUActivation, functional::gelu_new);
+/// `gelu_fast`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(FastGELUActivation, functional::gelu_fast);
+/// `gelu_accurate`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(AccurateGELUActivation, functional::gelu_accurate);
+/// `quick_gelu` (CLIP).
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(QuickGELUActivation, functional::quick_gelu);
+/// `laplace`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(LaplaceActivation, functional::laplace);
+/// `relu2`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(ReLUSquaredActivation, functional::relu2);
+/// `linear`: returns its input.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(LinearActivation, detail::identity);
+/// `mish`: LibTorch's mish kernel, as upstream calls `nn.functional.mish`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(MishActivation, detail::mish);
+/// `silu` in current transformers (a hub-kernel wrapper of `nn.functional.silu`); `swish` is
+/// `tracetorch::nn::SiLU`, PyTorch's own class. Both compute LibTorch's silu kernel.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(SiLUActivation, detail::silu);
+#undef TRACETORCH_DETAIL_FORMULA_ACTIVATION
+
+/// `gelu`: LibTorch's exact (erf) GELU kernel; `gelu_python` is
+/// `GELUActivation(GELUActivationOptions{.use_gelu_python = true})`, the formula written out.
+struct GELUActivationOptions {
+  bool use_gelu_python = false;
+};
+struct GELUActivationImpl
+    : detail::KernelOrFormulaActivation<GELUActivationImpl, "GELUActivation", detail::plain_gelu, functional::gelu_python> {
+  explicit GELUActivationImpl(GELUActivationOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_python) {}
+};
+TRACETORCH_TRACEABLE_IMPL(GELUActivation, GELUActivationImpl);
+
+/// `gelu_pytorch_tanh`: LibTorch's tanh-approximate GELU kernel; `gelu_python_tanh` is
+/// `GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})`. transformers before 4.56 called the
+/// class PytorchGELUTanh (now an alias of GELUTanh there).
+struct GELUTanhOptions {
+  bool use_gelu_tanh_python = false;
+};
+struct GELUTanhImpl
+    : detail::KernelOrFormulaActivation<GELUTanhImpl, "GELUTanh", detail::tanh_gelu, functional::gelu_python_tanh> {
+  explicit GELUTanhImpl(GELUTanhOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_tanh_python) {}
+};
+TRACETORCH_TRACEABLE_IMPL(GELUTanh, GELUTanhImpl);
+
+/// `gelu_10`: GELU clipped to [min, max]; upstream refuses min > max (ValueError), this a
+/// tracetorch::Error.
+struct ClippedGELUActivationImpl : torch::nn::Cloneable<ClippedGELUActivationImpl> {
+  ClippedGELUActivationImpl(double min, double max) : min(min), max(max) {
+    if (min > max) {
+      throw Error("ClippedGELUActivation: min should be < max (got min: " + std::to_string(min) +
+                  ", max: " + std::to_string(max) + ")");
+    }
+  }
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return torch::clip(torch::gelu(input), min, max); }
+  void pretty_print(std::ostream& stream) const override { stream << "ClippedGELUActivation()"; }
+  double min, max;
+};
+TRACETORCH_TRACEABLE_IMPL(ClippedGELUActivation, ClippedGELUActivationImpl);
+
+namespace detail {
+
+struct ActivationEntry {
+  std::string_view name;
+  torch::nn::AnyModule (*make)();
+};
+
+/// transformers' ACT2CLS, in its order. Left out: `prelu` is PyTorch's PReLU (use
+/// tracetorch::nn::PReLU), `xielu` has bfloat16 parameters and an optional CUDA kernel.
+inline constexpr ActivationEntry kActivations[] = {
+    {"gelu", [] { return torch::nn::AnyModule(GELUActivation()); }},
+    {"gelu_10", [] { return torch::nn::AnyModule(ClippedGELUActivation(-10, 10)); }},
+    {"gelu_fast", [] { return torch::nn::AnyModule(FastGELUActivation()); }},
+    {"gelu_new", [] { return torch::nn::AnyModule(NewGELUActivation()); }},
+    {"gelu_python", [] { return torch::nn::AnyModule(GELUActivation(GELUActivationOptions{.use_gelu_python = true})); }},
+    {"gelu_pytorch_tanh", [] { return torch::nn::AnyModule(GELUTanh()); }},
+    {"gelu_python_tanh", [] { return torch::nn::AnyModule(GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})); }},
+    {"gelu_accurate", [] { return torch::nn::AnyModule(AccurateGELUActivation()); }},
+    {"laplace", [] { return torch::nn::AnyModule(LaplaceActivation()); }},
+    {"leaky_relu", [] { return torch::nn::AnyModule(LeakyReLU()); }},
+    {"linear", [] { return torch::nn::AnyModule(LinearActivation()); }},
+    {"mish", [] { return torch::nn::AnyModule(MishActivation()); }},
+    {"quick_gelu", [] { return torch::nn::AnyModule(QuickGELUActivation()); }},
+    {"relu", [] { return torch::nn::AnyModule(ReLU()); }},
+    {"relu2", [] { return torch::nn::AnyModule(ReLUSquaredActivation()); }},
+    {"relu6", [] { return torch::nn::AnyModule(ReLU6()); }},
+    {"sigmoid", [] { return torch::nn::AnyModule(Sigmoid()); }},
+    {"silu", [] { return torch::nn::AnyModule(SiLUActivation()); }},
+    {"swish", [] { return torch::nn::AnyModule(SiLU()); }},
+    {"tanh", [] { return torch::nn::AnyModule(Tanh()); }},
+};
+
+}  // namespace detail
+
+/// The names get_activation knows, in transformers' ACT2CLS order.
+inline std::vector<std::string_view> activation_names() {
+  std::vector<std::string_view> names;
+  for (const auto& entry : detail::kActivations) names.push_back(entry.name);
+  return names;
+}
+
+/// transformers' `ACT2FN[name]` (`get_activation(name)`): a new module of the class upstream
+/// maps `name` to, traced under that class's Python name. Register it with
+/// `register_module("act", act.ptr())` and call `act.forward(x)`. An unknown name is a
+/// tracetorch::Error listing the known ones (upstream raises KeyError).
+inline torch::nn::AnyModule get_activation(std::string_view name) {
+  for (const auto& entry : detail::kActivations) {
+    if (entry.name == name) return entry.make();
+  }
+  std::string known;
+  for (const auto& entry : detail::kActivations) known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  throw Error("tracetorch::nn::get_activation: function \"" + std::string(name) + "\" not found in ACT2FN mapping [" +
+              known + "]");
+}
+
+}  // namespace tracetorch::nn
+// ---- end tracetorch/nn/activations.hpp ----
+// ---- begin tracetorch/nn/conv1d.hpp ----
+/// \file
+/// transformers' `Conv1D` (pytorch_utils.py), the projection layer of GPT-2 and OpenAI GPT:
+/// a linear layer whose weight is stored transposed, [in_features, out_features], computed as
+/// `addmm(bias, x.view(-1, in), weight)`. It is not a convolution.
+///
+/// Mind the name: `tracetorch::nn::Conv1D` (capital D) is this layer; `tracetorch::nn::Conv1d`
+/// (lower-case d) is LibTorch's 1-D convolution, PyTorch's `nn.Conv1d`. A GPT-2 checkpoint's
+/// `c_attn.weight` is [hidden, 3 * hidden] and loads into Conv1D(3 * hidden, hidden) as it is; into
+/// a `Linear` it would need a transpose (and give other rounding: addmm is not linear's matmul).
+///
+/// \code
+/// tracetorch::nn::Conv1D c_attn{nullptr};
+/// c_attn = register_module("c_attn", tracetorch::nn::Conv1D(3 * hidden, hidden));  // nf (out), nx (in)
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+
+namespace tracetorch::nn {
+
+struct Conv1DImpl : torch::nn::Cloneable<Conv1DImpl> {
+  /// Python's argument order: `Conv1D(nf, nx)`, nf output features, nx input features.
+  Conv1DImpl(std::int64_t nf, std::int64_t nx) : nf(nf), nx(nx) { reset(); }
+
+  /// As upstream's __init__: weight [nx, nf] drawn from normal(0, 0.02), bias zeros; with the
+  /// same seed, the same values as Python's (one draw from the default generator).
+  void reset() override {
+    weight = register_parameter("weight", torch::empty({nx, nf}));
+    bias = register_parameter("bias", torch::zeros({nf}));
+    torch::nn::init::normal_(weight, 0.0, 0.02);
+  }
+
+  /// [..., nx] -> [..., nf].
+  torch::Tensor forward(const torch::Tensor& x) {
+    if (x.dim() == 0) throw Error("Conv1D: the input must have at least one dimension (the features)");
+    std::vector<std::int64_t> size_out = x.sizes().vec();
+    size_out.back() = nf;
+    return torch::addmm(bias, x.view({-1, x.size(-1)}), weight).view(size_out);
+  }
+
+  /// Upstream's repr: `Conv1D(nf=2304, nx=768)`.
+  void pretty_print(std::ostream& stream) const override { stream << "Conv1D(nf=" << nf << ", nx=" << nx << ")"; }
+
+  std::int64_t nf, nx;
+  torch::Tensor weight, bias;
+};
+TRACETORCH_TRACEABLE_IMPL(Conv1D, Conv1DImpl);
+
+}  // namespace tracetorch::nn
+// ---- end tracetorch/nn/conv1d.hpp ----
+// ---- begin tracetorch/nn/state_dict.hpp ----
+/// \file
+/// PyTorch's state dict for LibTorch modules, with non-persistent buffers.
+///
+/// PyTorch's `register_buffer(name, tensor, persistent=False)` makes a buffer that moves with the
+/// module (`to()`, `named_buffers()`) but is left out of `state_dict()`, so checkpoints do not hold
+/// it: transformers' rotary `inv_freq`, GPT-2's causal `bias` mask in older versions. LibTorch
+/// has no such flag. A module that needs one derives from `tracetorch::nn::Module` (a
+/// `torch::nn::Module`) and registers the buffer with `{.persistent = false}`; `state_dict()` and
+/// `load_state_dict()` below, and the library's save/load test (testing.hpp), skip it.
+///
+/// \code
+/// struct RotaryImpl : tracetorch::nn::Module {
+///   RotaryImpl() { inv_freq = register_buffer("inv_freq", torch::ones({4}), {.persistent = false}); }
+///   torch::Tensor inv_freq;
+/// };
+/// tracetorch::nn::state_dict(*model);   // parameters and persistent buffers, PyTorch's order
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace tracetorch::nn {
+
+/// The options of `Module::register_buffer`, PyTorch's keyword arguments.
+struct BufferOptions {
+  /// False: kept out of `state_dict()` (PyTorch's `persistent=False`).
+  bool persistent = true;
+};
+
+/// `torch::nn::Module` with PyTorch's `register_buffer(name, tensor, persistent=...)`. A virtual
+/// base, as in LibTorch's `Cloneable`, so `struct X : torch::nn::Cloneable<X>, tracetorch::nn::Module`
+/// also works.
+class Module : public virtual torch::nn::Module {
+ public:
+  using torch::nn::Module::register_buffer;
+
+  /// Registers a buffer as LibTorch does (a name registered twice is LibTorch's error);
+  /// `{.persistent = false}` keeps it out of `state_dict()`.
+  torch::Tensor& register_buffer(std::string name, torch::Tensor tensor, BufferOptions options) {
+    const std::string key = name;
+    torch::Tensor& registered = torch::nn::Module::register_buffer(std::move(name), std::move(tensor));
+    if (!options.persistent) non_persistent_buffers_.insert(key);
+    return registered;
+  }
+
+  /// False for a buffer registered with `{.persistent = false}`; true for any other name.
+  bool is_persistent_buffer(const std::string& name) const { return non_persistent_buffers_.count(name) == 0; }
+
+ private:
+  std::set<std::string> non_persistent_buffers_;
+};
+
+/// True unless `name` is a buffer of `module` registered with `{.persistent = false}`.
+inline bool is_persistent_buffer(const torch::nn::Module& module, const std::string& name) {
+  const auto* with_flags = dynamic_cast<const Module*>(&module);
+  return with_flags == nullptr || with_flags->is_persistent_buffer(name);
+}
+
+namespace detail {
+
+inline void collect_state_dict(const torch::nn::Module& module, const std::string& prefix,
+                               std::vector<std::pair<std::string, torch::Tensor>>& out) {
+  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
+    if (item.value().defined()) out.emplace_back(prefix + item.key(), item.value());
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/false)) {
+    if (item.value().defined() && is_persistent_buffer(module, item.key())) out.emplace_back(prefix + item.key(), item.value());
+  }
+  for (const auto& child : module.named_children()) collect_state_dict(*child.value(), prefix + child.key() + ".", out);
+}
+
+}  // namespace detail
+
+/// PyTorch's `module.state_dict()`: every defined parameter and persistent buffer by its dotted
+/// name, in PyTorch's order (a module's own parameters, then its own buffers, then each child's,
+/// depth first). The tensors are the module's own, not copies (`detach()` them to save).
+inline std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  detail::collect_state_dict(module, "", out);
+  return out;
+}
+
+/// PyTorch's `module.load_state_dict(tensors, strict=True)`: copies each tensor into the
+/// parameter or persistent buffer of that name. A name the module lacks, one it has that `tensors`
+/// lacks, or a shape that differs is a tracetorch::Error naming the tensor and `source` (a file
+/// name, for the message); nothing is copied then. Non-persistent buffers are neither expected
+/// nor accepted, as in PyTorch.
+inline void load_state_dict(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors,
+                            const std::string& source = "state dict") {
+  const auto targets = state_dict(module);
+  std::set<std::string> expected;
+  for (const auto& [name, target] : targets) {
+    expected.insert(name);
+    const auto found = tensors.find(name);
+    if (found == tensors.end()) throw Error(source + ": missing tensor \"" + name + "\"");
+    if (found->second.sizes() != target.sizes()) {
+      std::ostringstream why;
+      why << source << ": tensor \"" << name << "\" has shape " << found->second.sizes() << " but the model expects "
+          << target.sizes();
+      throw Error(why.str());
+    }
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (expected.count(name) == 0) {
+      throw Error(source + ": unexpected tensor \"" + name + "\" (the model has no such parameter or persistent buffer)");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, target] : targets) {
+    torch::Tensor destination = target;
+    destination.copy_(tensors.at(name));
+  }
+}
+
+}  // namespace tracetorch::nn
+// ---- end tracetorch/nn/state_dict.hpp ----
 // ---- end tracetorch/nn.hpp ----
 // ---- begin tracetorch/patch_mapping.hpp ----
 /// \file
