@@ -137,8 +137,8 @@ struct GELUActivationImpl
 TRACETORCH_TRACEABLE_IMPL(GELUActivation, GELUActivationImpl);
 
 /// `gelu_pytorch_tanh`: LibTorch's tanh-approximate GELU kernel; `gelu_python_tanh` is
-/// `GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})`. transformers before 4.56 called the
-/// class PytorchGELUTanh (now an alias of GELUTanh there).
+/// `GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})`. Older transformers called the class
+/// PytorchGELUTanh (an alias of GELUTanh in current versions).
 struct GELUTanhOptions {
   bool use_gelu_tanh_python = false;
 };
