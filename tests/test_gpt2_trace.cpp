@@ -80,6 +80,17 @@ DOCTEST_TEST_CASE("gpt2: past_key_values of a first call continue the sequence a
   DOCTEST_CHECK(torch::allclose(rest.last_hidden_state, whole.last_hidden_state.index({Slice(), Slice(3, 5)}), 0, 1e-5));
   DOCTEST_CHECK(std::get<1>(rest.past_key_values->at(1)).size(-2) == 5);
 
+  // A padding mask [batch, kv] of ones changes nothing; masking row 0's last token changes only
+  // row 0's last position (the earlier ones never attend to it under the causal mask).
+  const auto ones = torch::ones({2, 5}, torch::kInt64);
+  DOCTEST_CHECK(torch::equal(model({.input_ids = ids, .attention_mask = ones}).last_hidden_state, whole.last_hidden_state));
+  auto padded = ones.clone();
+  padded.index_put_({0, 4}, 0);
+  const auto masked = model({.input_ids = ids, .attention_mask = padded}).last_hidden_state;
+  DOCTEST_CHECK(torch::equal(masked.index({Slice(), Slice(0, 4)}), whole.last_hidden_state.index({Slice(), Slice(0, 4)})));
+  DOCTEST_CHECK(torch::equal(masked[1], whole.last_hidden_state[1]));
+  DOCTEST_CHECK_FALSE(torch::allclose(masked.index({0, 4}), whole.last_hidden_state.index({0, 4})));
+
   const auto no_cache = model({.input_ids = ids, .use_cache = false});
   DOCTEST_CHECK_FALSE(no_cache.past_key_values.has_value());
   DOCTEST_CHECK_THROWS_AS(gpt2::GPT2Config::from_json_file(tracetorch_test::data_dir() / "no_such_config.json"), tracetorch::Error);
