@@ -7,7 +7,7 @@
 /// Mind the name: `tracetorch::nn::Conv1D` (capital D) is this layer; `tracetorch::nn::Conv1d`
 /// (lower-case d) is LibTorch's 1-D convolution, PyTorch's `nn.Conv1d`. A GPT-2 checkpoint's
 /// `c_attn.weight` is [hidden, 3 * hidden] and loads into Conv1D(3 * hidden, hidden) as it is; into
-/// a `Linear` it would need a transpose (and give other rounding: addmm is not linear's matmul).
+/// a `Linear` it would need a transpose first.
 ///
 /// \code
 /// tracetorch::nn::Conv1D c_attn{nullptr};
