@@ -1,10 +1,13 @@
 #pragma once
-// Shared by the test files: fixture paths, temporary directories, file reading.
+// Shared by the test files: fixture paths, temporary directories, file reading, and the comparison
+// of a C++ trace with an upstream Python one (the Llama and GPT-2 ports).
 
+#include <doctest/doctest.h>
 #include <tracetorch/tracetorch.hpp>
 
 #include <boost/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -102,6 +105,83 @@ inline RunResult run_program(const std::string& program, const std::string& argu
   while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
   const int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+inline bool is_statistic(std::string_view key) { return key == "mean" || key == "std" || key == "min" || key == "max"; }
+
+/// `tensor(-1.2345e-03)` -> -1.2345e-03
+inline double printed_number(std::string_view text) {
+  const auto open = text.find('(');
+  return std::stod(std::string(text.substr(open + 1, text.find_first_of(",)", open) - open - 1)));
+}
+
+/// The C++ trace against Python's: the same keys in the same order, the same module paths, shapes,
+/// dtypes and non-tensor values, byte-identical printed tensor lines; statistics within float
+/// summation order (the last printed digit).
+inline void expect_upstream_trace(const boost::json::value& ours, const boost::json::value& ref, const std::string& where) {
+  DOCTEST_INFO("at " << where);
+  DOCTEST_REQUIRE(ours.kind() == ref.kind());
+  if (ref.is_object()) {
+    std::vector<std::string> ours_keys, ref_keys;
+    for (const auto& e : ours.as_object()) ours_keys.emplace_back(e.key());
+    for (const auto& e : ref.as_object()) ref_keys.emplace_back(e.key());
+    DOCTEST_REQUIRE(ours_keys == ref_keys);
+    std::string path = where;
+    if (const auto* module_path = ref.as_object().if_contains("module_path")) path = std::string(module_path->as_string());
+    for (const auto& e : ref.as_object()) {
+      const auto& mine = ours.as_object().at(e.key());
+      if (is_statistic(e.key())) {
+        const double a = printed_number(mine.as_string()), b = printed_number(e.value().as_string());
+        // The same text first: "tensor(inf)" on both sides (a mask's std) is equal, though inf - inf is NaN.
+        DOCTEST_CHECK_MESSAGE((mine == e.value() || std::abs(a - b) <= 1e-6 + 1e-3 * std::abs(b)),
+                              path << "." << e.key() << ": " << mine << " vs " << e.value());
+      } else {
+        expect_upstream_trace(mine, e.value(), path + "." + std::string(e.key()));
+      }
+    }
+  } else if (ref.is_array()) {
+    DOCTEST_REQUIRE(ours.as_array().size() == ref.as_array().size());
+    for (std::size_t i = 0; i < ref.as_array().size(); ++i) {
+      expect_upstream_trace(ours.as_array()[i], ref.as_array()[i], where + "[" + std::to_string(i) + "]");
+    }
+  } else {
+    DOCTEST_CHECK(ours == ref);
+  }
+}
+
+
+/// A C++ trace of both kinds (`ours`/repr, `ours`/st) against the Python reference's
+/// (`reference`/trace_repr, `reference`/trace_st) of the model `model_name`: the JSON files as
+/// expect_upstream_trace checks them, the same file names, every tensor file within 1e-5 with the
+/// same dtype and shape, and tracetorch-diff (when built) finding nothing. Returns the number of
+/// tensor files compared.
+inline std::size_t expect_trace_matches_reference(const std::filesystem::path& ours, const std::filesystem::path& reference,
+                                                  const std::string& model_name) {
+  for (const std::string kind : {"repr", "st"}) {
+    for (const std::string file : {"SUMMARY", "FULL_TENSORS"}) {
+      const std::string name = model_name + "_debug_tree_" + file + ".json";
+      expect_upstream_trace(read_json(ours / kind / name), read_json(reference / ("trace_" + kind) / name), kind + " " + file);
+    }
+  }
+  std::size_t compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(reference / "trace_st")) {
+    if (entry.path().extension() != ".safetensors") continue;
+    DOCTEST_INFO(entry.path().filename().string());
+    const auto ref = tracetorch::safetensors::load_single(entry.path());
+    const auto mine = tracetorch::safetensors::load_single(ours / "st" / entry.path().filename());
+    DOCTEST_REQUIRE((mine.scalar_type() == ref.scalar_type()));
+    DOCTEST_REQUIRE(mine.sizes() == ref.sizes());
+    DOCTEST_CHECK(torch::allclose(mine.to(torch::kDouble), ref.to(torch::kDouble), 0, 1e-5));
+    ++compared;
+  }
+#ifdef TRACETORCH_DIFF
+  for (const std::string kind : {"repr", "st"}) {
+    const auto diff = run_program(TRACETORCH_DIFF, (reference / ("trace_" + kind)).string() + " " + (ours / kind).string());
+    DOCTEST_INFO(diff.output);
+    DOCTEST_CHECK(diff.exit_code == 0);
+  }
+#endif
+  return compared;
 }
 
 }  // namespace tracetorch_test

@@ -19,46 +19,6 @@ std::string fixture_arguments() {
          fixture("input_ids.safetensors") + " --no-prune-layers";
 }
 
-bool is_statistic(std::string_view key) { return key == "mean" || key == "std" || key == "min" || key == "max"; }
-
-/// `tensor(-1.2345e-03)` -> -1.2345e-03
-double printed_number(std::string_view text) {
-  const auto open = text.find('(');
-  return std::stod(std::string(text.substr(open + 1, text.find_first_of(",)", open) - open - 1)));
-}
-
-/// The C++ trace against Python's: the same keys in the same order, the same module paths, shapes,
-/// dtypes and non-tensor values, byte-identical printed tensor lines; statistics within float
-/// summation order (the last printed digit).
-void expect_upstream_trace(const boost::json::value& ours, const boost::json::value& ref, const std::string& where) {
-  DOCTEST_INFO("at " << where);
-  DOCTEST_REQUIRE(ours.kind() == ref.kind());
-  if (ref.is_object()) {
-    std::vector<std::string> ours_keys, ref_keys;
-    for (const auto& e : ours.as_object()) ours_keys.emplace_back(e.key());
-    for (const auto& e : ref.as_object()) ref_keys.emplace_back(e.key());
-    DOCTEST_REQUIRE(ours_keys == ref_keys);
-    std::string path = where;
-    if (const auto* module_path = ref.as_object().if_contains("module_path")) path = std::string(module_path->as_string());
-    for (const auto& e : ref.as_object()) {
-      const auto& mine = ours.as_object().at(e.key());
-      if (is_statistic(e.key())) {
-        const double a = printed_number(mine.as_string()), b = printed_number(e.value().as_string());
-        DOCTEST_CHECK_MESSAGE(std::abs(a - b) <= 1e-6 + 1e-3 * std::abs(b), path << "." << e.key() << ": " << mine << " vs " << e.value());
-      } else {
-        expect_upstream_trace(mine, e.value(), path + "." + std::string(e.key()));
-      }
-    }
-  } else if (ref.is_array()) {
-    DOCTEST_REQUIRE(ours.as_array().size() == ref.as_array().size());
-    for (std::size_t i = 0; i < ref.as_array().size(); ++i) {
-      expect_upstream_trace(ours.as_array()[i], ref.as_array()[i], where + "[" + std::to_string(i) + "]");
-    }
-  } else {
-    DOCTEST_CHECK(ours == ref);
-  }
-}
-
 }  // namespace
 
 DOCTEST_TEST_SUITE("llama_trace") {
@@ -70,34 +30,9 @@ DOCTEST_TEST_CASE("the port's trace equals upstream transformers' (tiny_llama_up
   DOCTEST_REQUIRE(repr.exit_code == 0);
   const auto st = run_llama_trace(fixture_arguments() + " --safetensors --debug-path " + (dir / "st").string());
   DOCTEST_REQUIRE(st.exit_code == 0);
-  for (const std::string kind : {"repr", "st"}) {
-    for (const std::string file : {"SUMMARY", "FULL_TENSORS"}) {
-      const std::string name = "LlamaModel_debug_tree_" + file + ".json";
-      expect_upstream_trace(tracetorch_test::read_json(dir / kind / name),
-                            tracetorch_test::read_json(tracetorch_test::tiny_llama_dir() / ("trace_" + kind) / name), kind + " " + file);
-    }
-  }
-  // Every tensor file within 1e-5 of Python's, same dtype and shape.
-  std::size_t compared = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(tracetorch_test::tiny_llama_dir() / "trace_st")) {
-    if (entry.path().extension() != ".safetensors") continue;
-    DOCTEST_INFO(entry.path().filename().string());
-    const auto ref = tracetorch::safetensors::load_single(entry.path());
-    const auto ours = tracetorch::safetensors::load_single(dir / "st" / entry.path().filename());
-    DOCTEST_REQUIRE(ours.scalar_type() == ref.scalar_type());
-    DOCTEST_REQUIRE(ours.sizes() == ref.sizes());
-    DOCTEST_CHECK(torch::allclose(ours.to(torch::kDouble), ref.to(torch::kDouble), 0, 1e-5));
-    ++compared;
-  }
-  DOCTEST_CHECK(compared == 142);
-#ifdef TRACETORCH_DIFF
-  for (const std::string kind : {"repr", "st"}) {
-    const auto diff = tracetorch_test::run_program(
-        TRACETORCH_DIFF, (tracetorch_test::tiny_llama_dir() / ("trace_" + kind)).string() + " " + (dir / kind).string());
-    DOCTEST_INFO(diff.output);
-    DOCTEST_CHECK(diff.exit_code == 0);
-  }
-#endif
+  // The JSON files as expect_upstream_trace checks them, every tensor file within 1e-5 of Python's,
+  // and tracetorch-diff with no accept rules.
+  DOCTEST_CHECK(tracetorch_test::expect_trace_matches_reference(dir.path(), tracetorch_test::tiny_llama_dir(), "LlamaModel") == 142);
 }
 
 DOCTEST_TEST_CASE("traces the fixture model and prints each leaf's output shape") {

@@ -86,8 +86,7 @@ void LlamaConfig::validate(const std::string& where) const {
 void load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights) {
   auto tensors = tracetorch::safetensors::load(weights);
   std::map<std::string, torch::Tensor> targets;
-  for (const auto& item : model.named_parameters(/*recurse=*/true)) targets.emplace(item.key(), item.value());
-  for (const auto& item : model.named_buffers(/*recurse=*/true)) targets.emplace(item.key(), item.value());
+  for (const auto& [name, tensor] : tracetorch::nn::state_dict(model)) targets.emplace(name, tensor);  // persistent only
   for (const auto& [name, tensor] : tensors) {
     const auto target = targets.find(name);
     if (target == targets.end()) {

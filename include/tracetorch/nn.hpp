@@ -1,51 +1,15 @@
 #pragma once
 /// \file
-/// Traced forms of the LibTorch layers models are built from. Each is the LibTorch module with
-/// the same options and behaviour, registered under PyTorch's class name, so a trace shows
-/// `LlamaModel.layers.0.mlp.gate_proj` exactly where transformers does.
+/// Traced layers: LibTorch's (nn/layers.hpp) and transformers' building blocks (activations,
+/// GPT-2's Conv1D), each registered under its Python class name, and PyTorch's state dict with
+/// non-persistent buffers (nn/state_dict.hpp).
 ///
 /// \code
 /// tracetorch::nn::Linear gate_proj{nullptr};
 /// gate_proj = register_module("gate_proj", tracetorch::nn::Linear(torch::nn::LinearOptions(64, 172).bias(false)));
 /// \endcode
 
-#include <torch/torch.h>
-
-#include "tracetorch/module.hpp"
-
-namespace tracetorch::nn {
-
-#ifdef TRACETORCH_DISABLE
-// Compiled out: the LibTorch modules themselves.
-using Linear = torch::nn::Linear;
-using Embedding = torch::nn::Embedding;
-using LayerNorm = torch::nn::LayerNorm;
-using Dropout = torch::nn::Dropout;
-using SiLU = torch::nn::SiLU;
-using GELU = torch::nn::GELU;
-using ReLU = torch::nn::ReLU;
-using Tanh = torch::nn::Tanh;
-using Softmax = torch::nn::Softmax;
-using Conv1d = torch::nn::Conv1d;
-using Conv2d = torch::nn::Conv2d;
-using Sequential = torch::nn::Sequential;
-#else
-TRACETORCH_TRACEABLE_IMPL(Linear, torch::nn::LinearImpl);
-TRACETORCH_TRACEABLE_IMPL(Embedding, torch::nn::EmbeddingImpl);
-TRACETORCH_TRACEABLE_IMPL(LayerNorm, torch::nn::LayerNormImpl);
-TRACETORCH_TRACEABLE_IMPL(Dropout, torch::nn::DropoutImpl);
-TRACETORCH_TRACEABLE_IMPL(SiLU, torch::nn::SiLUImpl);
-TRACETORCH_TRACEABLE_IMPL(GELU, torch::nn::GELUImpl);
-TRACETORCH_TRACEABLE_IMPL(ReLU, torch::nn::ReLUImpl);
-TRACETORCH_TRACEABLE_IMPL(Tanh, torch::nn::TanhImpl);
-TRACETORCH_TRACEABLE_IMPL(Softmax, torch::nn::SoftmaxImpl);
-TRACETORCH_TRACEABLE_IMPL(Conv1d, torch::nn::Conv1dImpl);
-TRACETORCH_TRACEABLE_IMPL(Conv2d, torch::nn::Conv2dImpl);
-/// A traced Sequential: one node for the Sequential call, one per element that is itself traced.
-TRACETORCH_TRACEABLE_IMPL(Sequential, torch::nn::SequentialImpl);
-#endif  // TRACETORCH_DISABLE
-/// ModuleList has no forward of its own: its elements are traced when called through their
-/// holder type, e.g. `layers[i]->as<DecoderLayer>()->forward(x)` (see the README).
-using ModuleList = torch::nn::ModuleList;
-
-}  // namespace tracetorch::nn
+#include "tracetorch/nn/activations.hpp"
+#include "tracetorch/nn/conv1d.hpp"
+#include "tracetorch/nn/layers.hpp"
+#include "tracetorch/nn/state_dict.hpp"

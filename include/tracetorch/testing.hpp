@@ -59,6 +59,7 @@
 #include "tracetorch/detail/attachments.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"
+#include "tracetorch/nn/state_dict.hpp"
 #include "tracetorch/safetensors.hpp"
 #include "tracetorch/testing/common_tests.hpp"
 
@@ -256,11 +257,9 @@ struct Setup {
   }
 };
 
+/// What a checkpoint holds: PyTorch's state dict, non-persistent buffers left out (nn/state_dict.hpp).
 inline std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& model) {
-  std::vector<std::pair<std::string, torch::Tensor>> tensors;
-  for (const auto& item : model.named_parameters(/*recurse=*/true)) tensors.emplace_back(item.key(), item.value());
-  for (const auto& item : model.named_buffers(/*recurse=*/true)) tensors.emplace_back(item.key(), item.value());
-  return tensors;
+  return ::tracetorch::nn::state_dict(model);
 }
 
 inline void collect_module_paths(const boost::json::value& node, std::set<std::string>& paths) {

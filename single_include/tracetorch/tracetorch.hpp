@@ -5487,14 +5487,50 @@ void visit_keyword_field(Visit& visit, std::string_view name, const Field& field
 // ---- end tracetorch/keywords.hpp ----
 // ---- begin tracetorch/nn.hpp ----
 /// \file
-/// Traced forms of the LibTorch layers models are built from. Each is the LibTorch module with
-/// the same options and behaviour, registered under PyTorch's class name, so a trace shows
-/// `LlamaModel.layers.0.mlp.gate_proj` exactly where transformers does.
+/// Traced layers: LibTorch's (nn/layers.hpp) and transformers' building blocks (activations,
+/// GPT-2's Conv1D), each registered under its Python class name, and PyTorch's state dict with
+/// non-persistent buffers (nn/state_dict.hpp).
 ///
 /// \code
 /// tracetorch::nn::Linear gate_proj{nullptr};
 /// gate_proj = register_module("gate_proj", tracetorch::nn::Linear(torch::nn::LinearOptions(64, 172).bias(false)));
 /// \endcode
+
+// ---- begin tracetorch/nn/activations.hpp ----
+/// \file
+/// transformers' activations (activations.py): the module classes behind `ACT2FN[config.hidden_act]`,
+/// each registered under its Python class name and computing its formula with the same tensor
+/// operations in the same order, so that its output equals Python's bit for bit on the same input.
+///
+/// \code
+/// torch::nn::AnyModule act = tracetorch::nn::get_activation("gelu_new");  // ACT2FN["gelu_new"]
+/// register_module("act", act.ptr());                                    // a NewGELUActivation
+/// torch::Tensor y = act.forward(x);
+/// \endcode
+///
+/// The formulas are not interchangeable: `gelu_new` (NewGELUActivation), `gelu_fast`,
+/// `gelu_accurate` and `gelu_pytorch_tanh` (LibTorch's tanh-approximate GELU kernel) are the same
+/// function in exact arithmetic and differ by up to 2.4e-7 in float32, enough to change a printed
+/// tensor's last digit.
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <numbers>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// ---- begin tracetorch/nn/layers.hpp ----
+/// \file
+/// Traced forms of the LibTorch layers models are built from. Each is the LibTorch module with
+/// the same options and behaviour, registered under PyTorch's class name, so a trace shows
+/// `LlamaModel.layers.0.mlp.gate_proj` exactly where transformers does.
+///
+/// `Conv1d` here is LibTorch's (PyTorch's `nn.Conv1d`) convolution; transformers' GPT-2 layer
+/// `Conv1D` (a linear layer with its weight stored [in, out]) is `tracetorch::nn::Conv1D`, in
+/// nn/conv1d.hpp.
 
 #include <torch/torch.h>
 
@@ -5512,6 +5548,10 @@ using GELU = torch::nn::GELU;
 using ReLU = torch::nn::ReLU;
 using Tanh = torch::nn::Tanh;
 using Softmax = torch::nn::Softmax;
+using Sigmoid = torch::nn::Sigmoid;
+using LeakyReLU = torch::nn::LeakyReLU;
+using ReLU6 = torch::nn::ReLU6;
+using PReLU = torch::nn::PReLU;
 using Conv1d = torch::nn::Conv1d;
 using Conv2d = torch::nn::Conv2d;
 using Sequential = torch::nn::Sequential;
@@ -5525,6 +5565,10 @@ TRACETORCH_TRACEABLE_IMPL(GELU, torch::nn::GELUImpl);
 TRACETORCH_TRACEABLE_IMPL(ReLU, torch::nn::ReLUImpl);
 TRACETORCH_TRACEABLE_IMPL(Tanh, torch::nn::TanhImpl);
 TRACETORCH_TRACEABLE_IMPL(Softmax, torch::nn::SoftmaxImpl);
+TRACETORCH_TRACEABLE_IMPL(Sigmoid, torch::nn::SigmoidImpl);
+TRACETORCH_TRACEABLE_IMPL(LeakyReLU, torch::nn::LeakyReLUImpl);
+TRACETORCH_TRACEABLE_IMPL(ReLU6, torch::nn::ReLU6Impl);
+TRACETORCH_TRACEABLE_IMPL(PReLU, torch::nn::PReLUImpl);
 TRACETORCH_TRACEABLE_IMPL(Conv1d, torch::nn::Conv1dImpl);
 TRACETORCH_TRACEABLE_IMPL(Conv2d, torch::nn::Conv2dImpl);
 /// A traced Sequential: one node for the Sequential call, one per element that is itself traced.
@@ -5535,6 +5579,380 @@ TRACETORCH_TRACEABLE_IMPL(Sequential, torch::nn::SequentialImpl);
 using ModuleList = torch::nn::ModuleList;
 
 }  // namespace tracetorch::nn
+// ---- end tracetorch/nn/layers.hpp ----
+
+namespace tracetorch::nn::functional {
+
+// Each is transformers' formula, operation for operation: the tanh GELUs are one function in exact
+// arithmetic, but each way of writing it rounds differently in float32.
+
+/// GELUActivation(use_gelu_python=True): x * 0.5 * (1 + erf(x / sqrt(2))).
+inline torch::Tensor gelu_python(const torch::Tensor& input) {
+  return input * 0.5 * (1.0 + torch::erf(input / std::sqrt(2.0)));
+}
+/// NewGELUActivation, GPT-2's gelu: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
+inline torch::Tensor gelu_new(const torch::Tensor& input) {
+  return 0.5 * input * (1.0 + torch::tanh(std::sqrt(2.0 / std::numbers::pi) * (input + 0.044715 * torch::pow(input, 3.0))));
+}
+/// GELUTanh(use_gelu_tanh_python=True): gelu_new written with `x * 0.5` in front.
+inline torch::Tensor gelu_python_tanh(const torch::Tensor& input) {
+  return input * 0.5 * (1.0 + torch::tanh(std::sqrt(2.0 / std::numbers::pi) * (input + 0.044715 * torch::pow(input, 3.0))));
+}
+/// FastGELUActivation: the constant rounded to 0.7978845608 and x^3 written as x * x.
+inline torch::Tensor gelu_fast(const torch::Tensor& input) {
+  return 0.5 * input * (1.0 + torch::tanh(input * 0.7978845608 * (1.0 + 0.044715 * input * input)));
+}
+/// AccurateGELUActivation (MEGA).
+inline torch::Tensor gelu_accurate(const torch::Tensor& input) {
+  const double precomputed_constant = std::sqrt(2 / std::numbers::pi);
+  return 0.5 * input * (1 + torch::tanh(precomputed_constant * (input + 0.044715 * torch::pow(input, 3))));
+}
+/// QuickGELUActivation: x * sigmoid(1.702 * x).
+inline torch::Tensor quick_gelu(const torch::Tensor& input) { return input * torch::sigmoid(1.702 * input); }
+/// LaplaceActivation (MEGA) with upstream's forward defaults mu = 0.707107, sigma = 0.282095.
+inline torch::Tensor laplace(const torch::Tensor& input) {
+  const double mu = 0.707107, sigma = 0.282095;
+  const torch::Tensor scaled = (input - mu).div(sigma * std::sqrt(2.0));
+  return 0.5 * (1.0 + torch::erf(scaled));
+}
+/// ReLUSquaredActivation: relu(x)^2.
+inline torch::Tensor relu2(const torch::Tensor& input) { return torch::square(torch::relu(input)); }
+
+}  // namespace tracetorch::nn::functional
+
+namespace tracetorch::nn {
+namespace detail {
+
+/// A parameterless activation module: `forward` applies `Formula`, `pretty_print` shows the
+/// Python repr `Name()` (transformers' activations have no extra_repr).
+template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Formula)(const torch::Tensor&)>
+struct FormulaActivation : torch::nn::Cloneable<Derived> {
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return Formula(input); }
+  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
+};
+
+/// LibTorch's kernel, or upstream's formula written out when the Python flag (`use_gelu_python`,
+/// `use_gelu_tanh_python`) asks for it.
+template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Kernel)(const torch::Tensor&),
+          torch::Tensor (*WrittenOut)(const torch::Tensor&)>
+struct KernelOrFormulaActivation : torch::nn::Cloneable<Derived> {
+  explicit KernelOrFormulaActivation(bool written_out) : written_out(written_out) {}
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return written_out ? WrittenOut(input) : Kernel(input); }
+  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
+  bool written_out;
+};
+
+inline torch::Tensor identity(const torch::Tensor& input) { return input; }
+inline torch::Tensor plain_gelu(const torch::Tensor& input) { return torch::gelu(input); }
+inline torch::Tensor tanh_gelu(const torch::Tensor& input) { return torch::gelu(input, "tanh"); }
+inline torch::Tensor silu(const torch::Tensor& input) { return torch::silu(input); }
+inline torch::Tensor mish(const torch::Tensor& input) { return torch::mish(input); }
+
+}  // namespace detail
+
+// One Impl per Python class; the traced holder carries the Python class name.
+#define TRACETORCH_DETAIL_FORMULA_ACTIVATION(Name, formula)                  \
+  struct Name##Impl : detail::FormulaActivation<Name##Impl, #Name, formula> {}; \
+  TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+
+/// `gelu_new`: GPT-2's activation (not LibTorch's tanh GELU kernel: ~1e-7 apart in float32).
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(NewGELUActivation, functional::gelu_new);
+/// `gelu_fast`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(FastGELUActivation, functional::gelu_fast);
+/// `gelu_accurate`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(AccurateGELUActivation, functional::gelu_accurate);
+/// `quick_gelu` (CLIP).
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(QuickGELUActivation, functional::quick_gelu);
+/// `laplace`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(LaplaceActivation, functional::laplace);
+/// `relu2`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(ReLUSquaredActivation, functional::relu2);
+/// `linear`: returns its input.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(LinearActivation, detail::identity);
+/// `mish`: LibTorch's mish kernel, as upstream calls `nn.functional.mish`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(MishActivation, detail::mish);
+/// `silu` in current transformers (a hub-kernel wrapper of `nn.functional.silu`); `swish` is
+/// `tracetorch::nn::SiLU`, PyTorch's own class. Both compute LibTorch's silu kernel.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(SiLUActivation, detail::silu);
+#undef TRACETORCH_DETAIL_FORMULA_ACTIVATION
+
+/// `gelu`: LibTorch's exact (erf) GELU kernel; `gelu_python` is
+/// `GELUActivation(GELUActivationOptions{.use_gelu_python = true})`, the formula written out.
+struct GELUActivationOptions {
+  bool use_gelu_python = false;
+};
+struct GELUActivationImpl
+    : detail::KernelOrFormulaActivation<GELUActivationImpl, "GELUActivation", detail::plain_gelu, functional::gelu_python> {
+  explicit GELUActivationImpl(GELUActivationOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_python) {}
+};
+TRACETORCH_TRACEABLE_IMPL(GELUActivation, GELUActivationImpl);
+
+/// `gelu_pytorch_tanh`: LibTorch's tanh-approximate GELU kernel; `gelu_python_tanh` is
+/// `GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})`. Older transformers called the class
+/// PytorchGELUTanh (an alias of GELUTanh in current versions).
+struct GELUTanhOptions {
+  bool use_gelu_tanh_python = false;
+};
+struct GELUTanhImpl
+    : detail::KernelOrFormulaActivation<GELUTanhImpl, "GELUTanh", detail::tanh_gelu, functional::gelu_python_tanh> {
+  explicit GELUTanhImpl(GELUTanhOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_tanh_python) {}
+};
+TRACETORCH_TRACEABLE_IMPL(GELUTanh, GELUTanhImpl);
+
+/// `gelu_10`: GELU clipped to [min, max]; upstream refuses min > max (ValueError), this a
+/// tracetorch::Error.
+struct ClippedGELUActivationImpl : torch::nn::Cloneable<ClippedGELUActivationImpl> {
+  ClippedGELUActivationImpl(double min, double max) : min(min), max(max) {
+    if (min > max) {
+      throw Error("ClippedGELUActivation: min should be < max (got min: " + std::to_string(min) +
+                  ", max: " + std::to_string(max) + ")");
+    }
+  }
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return torch::clip(torch::gelu(input), min, max); }
+  void pretty_print(std::ostream& stream) const override { stream << "ClippedGELUActivation()"; }
+  double min, max;
+};
+TRACETORCH_TRACEABLE_IMPL(ClippedGELUActivation, ClippedGELUActivationImpl);
+
+namespace detail {
+
+struct ActivationEntry {
+  std::string_view name;
+  torch::nn::AnyModule (*make)();
+};
+
+/// transformers' ACT2CLS, in its order. Left out: `prelu` is PyTorch's PReLU (use
+/// tracetorch::nn::PReLU), `xielu` has bfloat16 parameters and an optional CUDA kernel.
+inline constexpr ActivationEntry kActivations[] = {
+    {"gelu", [] { return torch::nn::AnyModule(GELUActivation()); }},
+    {"gelu_10", [] { return torch::nn::AnyModule(ClippedGELUActivation(-10, 10)); }},
+    {"gelu_fast", [] { return torch::nn::AnyModule(FastGELUActivation()); }},
+    {"gelu_new", [] { return torch::nn::AnyModule(NewGELUActivation()); }},
+    {"gelu_python", [] { return torch::nn::AnyModule(GELUActivation(GELUActivationOptions{.use_gelu_python = true})); }},
+    {"gelu_pytorch_tanh", [] { return torch::nn::AnyModule(GELUTanh()); }},
+    {"gelu_python_tanh", [] { return torch::nn::AnyModule(GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})); }},
+    {"gelu_accurate", [] { return torch::nn::AnyModule(AccurateGELUActivation()); }},
+    {"laplace", [] { return torch::nn::AnyModule(LaplaceActivation()); }},
+    {"leaky_relu", [] { return torch::nn::AnyModule(LeakyReLU()); }},
+    {"linear", [] { return torch::nn::AnyModule(LinearActivation()); }},
+    {"mish", [] { return torch::nn::AnyModule(MishActivation()); }},
+    {"quick_gelu", [] { return torch::nn::AnyModule(QuickGELUActivation()); }},
+    {"relu", [] { return torch::nn::AnyModule(ReLU()); }},
+    {"relu2", [] { return torch::nn::AnyModule(ReLUSquaredActivation()); }},
+    {"relu6", [] { return torch::nn::AnyModule(ReLU6()); }},
+    {"sigmoid", [] { return torch::nn::AnyModule(Sigmoid()); }},
+    {"silu", [] { return torch::nn::AnyModule(SiLUActivation()); }},
+    {"swish", [] { return torch::nn::AnyModule(SiLU()); }},
+    {"tanh", [] { return torch::nn::AnyModule(Tanh()); }},
+};
+
+}  // namespace detail
+
+/// The names get_activation knows, in transformers' ACT2CLS order.
+inline std::vector<std::string_view> activation_names() {
+  std::vector<std::string_view> names;
+  for (const auto& entry : detail::kActivations) names.push_back(entry.name);
+  return names;
+}
+
+/// transformers' `ACT2FN[name]` (`get_activation(name)`): a new module of the class upstream
+/// maps `name` to, traced under that class's Python name. Register it with
+/// `register_module("act", act.ptr())` and call `act.forward(x)`. An unknown name is a
+/// tracetorch::Error listing the known ones (upstream raises KeyError).
+inline torch::nn::AnyModule get_activation(std::string_view name) {
+  for (const auto& entry : detail::kActivations) {
+    if (entry.name == name) return entry.make();
+  }
+  std::string known;
+  for (const auto& entry : detail::kActivations) known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  throw Error("tracetorch::nn::get_activation: function \"" + std::string(name) + "\" not found in ACT2FN mapping [" +
+              known + "]");
+}
+
+}  // namespace tracetorch::nn
+// ---- end tracetorch/nn/activations.hpp ----
+// ---- begin tracetorch/nn/conv1d.hpp ----
+/// \file
+/// transformers' `Conv1D` (pytorch_utils.py), the projection layer of GPT-2 and OpenAI GPT:
+/// a linear layer whose weight is stored transposed, [in_features, out_features], computed as
+/// `addmm(bias, x.view(-1, in), weight)`. It is not a convolution.
+///
+/// Mind the name: `tracetorch::nn::Conv1D` (capital D) is this layer; `tracetorch::nn::Conv1d`
+/// (lower-case d) is LibTorch's 1-D convolution, PyTorch's `nn.Conv1d`. A GPT-2 checkpoint's
+/// `c_attn.weight` is [hidden, 3 * hidden] and loads into Conv1D(3 * hidden, hidden) as it is; into
+/// a `Linear` it would need a transpose first.
+///
+/// \code
+/// tracetorch::nn::Conv1D c_attn{nullptr};
+/// c_attn = register_module("c_attn", tracetorch::nn::Conv1D(3 * hidden, hidden));  // nf (out), nx (in)
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+
+namespace tracetorch::nn {
+
+struct Conv1DImpl : torch::nn::Cloneable<Conv1DImpl> {
+  /// Python's argument order: `Conv1D(nf, nx)`, nf output features, nx input features.
+  Conv1DImpl(std::int64_t nf, std::int64_t nx) : nf(nf), nx(nx) { reset(); }
+
+  /// As upstream's __init__: weight [nx, nf] drawn from normal(0, 0.02), bias zeros; with the
+  /// same seed, the same values as Python's (one draw from the default generator).
+  void reset() override {
+    weight = register_parameter("weight", torch::empty({nx, nf}));
+    bias = register_parameter("bias", torch::zeros({nf}));
+    torch::nn::init::normal_(weight, 0.0, 0.02);
+  }
+
+  /// [..., nx] -> [..., nf].
+  torch::Tensor forward(const torch::Tensor& x) {
+    if (x.dim() == 0) throw Error("Conv1D: the input must have at least one dimension (the features)");
+    std::vector<std::int64_t> size_out = x.sizes().vec();
+    size_out.back() = nf;
+    return torch::addmm(bias, x.view({-1, x.size(-1)}), weight).view(size_out);
+  }
+
+  /// Upstream's repr: `Conv1D(nf=2304, nx=768)`.
+  void pretty_print(std::ostream& stream) const override { stream << "Conv1D(nf=" << nf << ", nx=" << nx << ")"; }
+
+  std::int64_t nf, nx;
+  torch::Tensor weight, bias;
+};
+TRACETORCH_TRACEABLE_IMPL(Conv1D, Conv1DImpl);
+
+}  // namespace tracetorch::nn
+// ---- end tracetorch/nn/conv1d.hpp ----
+// ---- begin tracetorch/nn/state_dict.hpp ----
+/// \file
+/// PyTorch's state dict for LibTorch modules, with non-persistent buffers.
+///
+/// PyTorch's `register_buffer(name, tensor, persistent=False)` makes a buffer that moves with the
+/// module (`to()`, `named_buffers()`) but is left out of `state_dict()`, so checkpoints do not hold
+/// it: transformers' rotary `inv_freq`, GPT-2's causal `bias` mask in older versions. LibTorch
+/// has no such flag. A module that needs one derives from `tracetorch::nn::Module` (a
+/// `torch::nn::Module`) and registers the buffer with `{.persistent = false}`; `state_dict()` and
+/// `load_state_dict()` below, and the library's save/load test (testing.hpp), skip it.
+///
+/// \code
+/// struct RotaryImpl : tracetorch::nn::Module {
+///   RotaryImpl() { inv_freq = register_buffer("inv_freq", torch::ones({4}), {.persistent = false}); }
+///   torch::Tensor inv_freq;
+/// };
+/// tracetorch::nn::state_dict(*model);   // parameters and persistent buffers, PyTorch's order
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace tracetorch::nn {
+
+/// The options of `Module::register_buffer`, PyTorch's keyword arguments.
+struct BufferOptions {
+  /// False: kept out of `state_dict()` (PyTorch's `persistent=False`).
+  bool persistent = true;
+};
+
+/// `torch::nn::Module` with PyTorch's `register_buffer(name, tensor, persistent=...)`. A virtual
+/// base, as in LibTorch's `Cloneable`, so `struct X : torch::nn::Cloneable<X>, tracetorch::nn::Module`
+/// also works.
+class Module : public virtual torch::nn::Module {
+ public:
+  using torch::nn::Module::register_buffer;
+
+  /// Registers a buffer as LibTorch does (a name registered twice is LibTorch's error);
+  /// `{.persistent = false}` keeps it out of `state_dict()`.
+  torch::Tensor& register_buffer(std::string name, torch::Tensor tensor, BufferOptions options) {
+    const std::string key = name;
+    torch::Tensor& registered = torch::nn::Module::register_buffer(std::move(name), std::move(tensor));
+    if (!options.persistent) non_persistent_buffers_.insert(key);
+    return registered;
+  }
+
+  /// False for a buffer registered with `{.persistent = false}`; true for any other name.
+  bool is_persistent_buffer(const std::string& name) const { return non_persistent_buffers_.count(name) == 0; }
+
+ private:
+  std::set<std::string> non_persistent_buffers_;
+};
+
+/// True unless `name` is a buffer of `module` registered with `{.persistent = false}`.
+inline bool is_persistent_buffer(const torch::nn::Module& module, const std::string& name) {
+  const auto* with_flags = dynamic_cast<const Module*>(&module);
+  return with_flags == nullptr || with_flags->is_persistent_buffer(name);
+}
+
+namespace detail {
+
+inline void collect_state_dict(const torch::nn::Module& module, const std::string& prefix,
+                               std::vector<std::pair<std::string, torch::Tensor>>& out) {
+  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
+    if (item.value().defined()) out.emplace_back(prefix + item.key(), item.value());
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/false)) {
+    if (item.value().defined() && is_persistent_buffer(module, item.key())) out.emplace_back(prefix + item.key(), item.value());
+  }
+  for (const auto& child : module.named_children()) collect_state_dict(*child.value(), prefix + child.key() + ".", out);
+}
+
+}  // namespace detail
+
+/// PyTorch's `module.state_dict()`: every defined parameter and persistent buffer by its dotted
+/// name, in PyTorch's order (a module's own parameters, then its own buffers, then each child's,
+/// depth first). The tensors are the module's own, not copies (`detach()` them to save).
+inline std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  detail::collect_state_dict(module, "", out);
+  return out;
+}
+
+/// PyTorch's `module.load_state_dict(tensors, strict=True)`: copies each tensor into the
+/// parameter or persistent buffer of that name. A name the module lacks, one it has that `tensors`
+/// lacks, or a shape that differs is a tracetorch::Error naming the tensor and `source` (a file
+/// name, for the message); nothing is copied then. Non-persistent buffers are neither expected
+/// nor accepted, as in PyTorch.
+inline void load_state_dict(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors,
+                            const std::string& source = "state dict") {
+  const auto targets = state_dict(module);
+  std::set<std::string> expected;
+  for (const auto& [name, target] : targets) {
+    expected.insert(name);
+    const auto found = tensors.find(name);
+    if (found == tensors.end()) throw Error(source + ": missing tensor \"" + name + "\"");
+    if (found->second.sizes() != target.sizes()) {
+      std::ostringstream why;
+      why << source << ": tensor \"" << name << "\" has shape " << found->second.sizes() << " but the model expects "
+          << target.sizes();
+      throw Error(why.str());
+    }
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (expected.count(name) == 0) {
+      throw Error(source + ": unexpected tensor \"" + name + "\" (the model has no such parameter or persistent buffer)");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, target] : targets) {
+    torch::Tensor destination = target;
+    destination.copy_(tensors.at(name));
+  }
+}
+
+}  // namespace tracetorch::nn
+// ---- end tracetorch/nn/state_dict.hpp ----
 // ---- end tracetorch/nn.hpp ----
 // ---- begin tracetorch/patch_mapping.hpp ----
 /// \file

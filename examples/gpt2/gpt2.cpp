@@ -1,0 +1,267 @@
+// The GPT-2 port: each forward as upstream's eager GPT2Model computes it, operation for operation.
+#include "gpt2.hpp"
+
+#include <boost/json.hpp>
+#include <tracetorch/safetensors.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+namespace gpt2 {
+namespace {
+
+/// [batch, seq, heads * head_dim] -> [batch, heads, seq, head_dim] (upstream's _split_heads).
+torch::Tensor split_heads(const torch::Tensor& tensor, std::int64_t num_heads, std::int64_t head_dim) {
+  std::vector<std::int64_t> shape = tensor.sizes().vec();
+  shape.back() = num_heads;
+  shape.push_back(head_dim);
+  return tensor.view(shape).permute({0, 2, 1, 3});
+}
+
+/// The inverse (upstream's _merge_heads).
+torch::Tensor merge_heads(const torch::Tensor& tensor, std::int64_t num_heads, std::int64_t head_dim) {
+  const torch::Tensor merged = tensor.permute({0, 2, 1, 3}).contiguous();
+  std::vector<std::int64_t> shape = merged.sizes().vec();
+  shape.resize(shape.size() - 2);
+  shape.push_back(num_heads * head_dim);
+  return merged.view(shape);
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw tracetorch::Error("gpt2: cannot read config " + path.string() + ": no such file or not readable");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+GPT2Config GPT2Config::from_json_file(const std::filesystem::path& path) {
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(read_text(path), ec);
+  if (ec || !parsed.is_object()) throw tracetorch::Error("gpt2: " + path.string() + " is not a JSON object");
+  const auto& object = parsed.as_object();
+  const auto fail = [&](const char* key, const char* what) {
+    throw tracetorch::Error("gpt2: " + path.string() + ": \"" + key + "\" must be " + what);
+  };
+  GPT2Config config;
+  const auto read_int = [&](const char* key, std::int64_t& field) {
+    if (const auto* value = object.if_contains(key)) {
+      if (!value->is_int64()) fail(key, "an integer");
+      field = value->get_int64();
+    }
+  };
+  const auto read_double = [&](const char* key, double& field) {
+    if (const auto* value = object.if_contains(key)) {
+      if (!value->is_number()) fail(key, "a number");
+      field = value->to_number<double>();
+    }
+  };
+  const auto read_bool = [&](const char* key, bool& field) {
+    if (const auto* value = object.if_contains(key)) {
+      if (!value->is_bool()) fail(key, "true or false");
+      field = value->get_bool();
+    }
+  };
+  read_int("vocab_size", config.vocab_size);
+  read_int("n_positions", config.n_positions);
+  read_int("n_embd", config.n_embd);
+  read_int("n_layer", config.n_layer);
+  read_int("n_head", config.n_head);
+  if (const auto* value = object.if_contains("n_inner"); value != nullptr && !value->is_null()) {
+    if (!value->is_int64()) fail("n_inner", "an integer or null");
+    config.n_inner = value->get_int64();
+  }
+  if (const auto* value = object.if_contains("activation_function")) {
+    if (!value->is_string()) fail("activation_function", "a string");
+    config.activation_function = std::string(value->as_string());
+  }
+  read_double("resid_pdrop", config.resid_pdrop);
+  read_double("embd_pdrop", config.embd_pdrop);
+  read_double("attn_pdrop", config.attn_pdrop);
+  read_double("layer_norm_epsilon", config.layer_norm_epsilon);
+  read_bool("scale_attn_weights", config.scale_attn_weights);
+  read_bool("scale_attn_by_inverse_layer_idx", config.scale_attn_by_inverse_layer_idx);
+  read_bool("use_cache", config.use_cache);
+  read_bool("output_attentions", config.output_attentions);
+  read_bool("output_hidden_states", config.output_hidden_states);
+  config.validate(path.string());
+  return config;
+}
+
+void GPT2Config::validate(const std::string& where) const {
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error("gpt2: " + where + ": " + why); };
+  if (vocab_size <= 0 || n_positions <= 0 || n_embd <= 0 || n_layer < 0 || n_head <= 0) fail("sizes must be positive");
+  if (n_embd % n_head != 0) fail("n_embd is not a multiple of n_head");
+  tracetorch::nn::get_activation(activation_function);  // throws for an unknown name
+}
+
+GPT2MLPImpl::GPT2MLPImpl(std::int64_t intermediate_size, const GPT2Config& config) {
+  c_fc = register_module("c_fc", tracetorch::nn::Conv1D(intermediate_size, config.n_embd));
+  c_proj = register_module("c_proj", tracetorch::nn::Conv1D(config.n_embd, intermediate_size));
+  act = tracetorch::nn::get_activation(config.activation_function);  // ACT2FN[config.activation_function]
+  register_module("act", act.ptr());
+  dropout = register_module("dropout", tracetorch::nn::Dropout(config.resid_pdrop));
+}
+
+torch::Tensor GPT2MLPImpl::forward(const torch::Tensor& hidden_states) {
+  return dropout(c_proj(act.forward(c_fc(hidden_states))));
+}
+
+GPT2AttentionImpl::GPT2AttentionImpl(const GPT2Config& config, std::int64_t layer_idx)
+    : embed_dim(config.n_embd),
+      num_heads(config.n_head),
+      head_dim(config.n_embd / config.n_head),
+      split_size(config.n_embd),
+      layer_idx(layer_idx),
+      scale_attn_weights(config.scale_attn_weights),
+      scale_attn_by_inverse_layer_idx(config.scale_attn_by_inverse_layer_idx) {
+  const auto max_positions = config.n_positions;
+  // Upstream registers both with persistent=False: checkpoints do not hold them.
+  bias = register_buffer("bias",
+                         torch::tril(torch::ones({max_positions, max_positions}, torch::kBool)).view({1, 1, max_positions, max_positions}),
+                         {.persistent = false});
+  masked_bias = register_buffer("masked_bias", torch::tensor(-1e4), {.persistent = false});
+  c_attn = register_module("c_attn", tracetorch::nn::Conv1D(3 * embed_dim, embed_dim));
+  c_proj = register_module("c_proj", tracetorch::nn::Conv1D(embed_dim, embed_dim));
+  attn_dropout = register_module("attn_dropout", tracetorch::nn::Dropout(config.attn_pdrop));
+  resid_dropout = register_module("resid_dropout", tracetorch::nn::Dropout(config.resid_pdrop));
+}
+
+std::tuple<torch::Tensor, torch::Tensor> GPT2AttentionImpl::attn(const torch::Tensor& query, const torch::Tensor& key,
+                                                                 const torch::Tensor& value,
+                                                                 const torch::Tensor& attention_mask,
+                                                                 const torch::Tensor& head_mask) {
+  using torch::indexing::Slice;
+  auto attn_weights = torch::matmul(query, key.transpose(-1, -2));
+  if (scale_attn_weights) {
+    // Upstream divides by a 0-d tensor, not a Python float: the same kernel path here.
+    attn_weights = attn_weights / torch::full({}, std::pow(static_cast<double>(value.size(-1)), 0.5), attn_weights.options());
+  }
+  if (scale_attn_by_inverse_layer_idx) attn_weights = attn_weights / static_cast<double>(layer_idx + 1);
+  const auto query_length = query.size(-2), key_length = key.size(-2);
+  const auto causal_mask = bias.index({Slice(), Slice(), Slice(key_length - query_length, key_length), Slice(0, key_length)});
+  const auto mask_value = torch::full({}, std::numeric_limits<float>::lowest(), attn_weights.options());
+  attn_weights = torch::where(causal_mask, attn_weights, mask_value);
+  if (attention_mask.defined()) attn_weights = attn_weights + attention_mask;
+  attn_weights = torch::softmax(attn_weights, -1);
+  attn_weights = attn_weights.to(value.scalar_type());
+  attn_weights = attn_dropout(attn_weights);
+  if (head_mask.defined()) attn_weights = attn_weights * head_mask;
+  return {torch::matmul(attn_weights, value), attn_weights};
+}
+
+AttentionOutput GPT2AttentionImpl::forward(const torch::Tensor& hidden_states, const GPT2AttentionKeywords& kw) {
+  if (kw.encoder_hidden_states.has_value() && kw.encoder_hidden_states->defined()) {
+    throw tracetorch::Error("gpt2: cross-attention (encoder_hidden_states) is not ported");
+  }
+  const auto qkv = c_attn(hidden_states).split(split_size, 2);
+  auto query = split_heads(qkv[0], num_heads, head_dim);
+  auto key = split_heads(qkv[1], num_heads, head_dim);
+  auto value = split_heads(qkv[2], num_heads, head_dim);
+  if (kw.layer_past.has_value()) {
+    key = torch::cat({std::get<0>(*kw.layer_past), key}, -2);
+    value = torch::cat({std::get<1>(*kw.layer_past), value}, -2);
+  }
+  std::optional<LayerPast> present;
+  if (*kw.use_cache) present = LayerPast{key, value};
+  auto [attn_output, attn_weights] = attn(query, key, value, *kw.attention_mask, *kw.head_mask);
+  attn_output = resid_dropout(c_proj(merge_heads(attn_output, num_heads, head_dim)));
+  return {attn_output, present, *kw.output_attentions ? attn_weights : torch::Tensor()};
+}
+
+GPT2BlockImpl::GPT2BlockImpl(const GPT2Config& config, std::int64_t layer_idx) {
+  const auto inner_dim = config.n_inner.value_or(4 * config.n_embd);
+  ln_1 = register_module("ln_1", tracetorch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd}).eps(config.layer_norm_epsilon)));
+  attn = register_module("attn", GPT2Attention(config, layer_idx));
+  ln_2 = register_module("ln_2", tracetorch::nn::LayerNorm(torch::nn::LayerNormOptions({config.n_embd}).eps(config.layer_norm_epsilon)));
+  mlp = register_module("mlp", GPT2MLP(inner_dim, config));
+}
+
+AttentionOutput GPT2BlockImpl::forward(const torch::Tensor& hidden_states, const GPT2BlockKeywords& kw) {
+  auto residual = hidden_states;
+  auto [attn_output, present, attn_weights] =
+      attn(ln_1(hidden_states), {.layer_past = kw.layer_past.has_value() ? std::optional<LayerPast>(*kw.layer_past) : std::nullopt,
+                                 .attention_mask = *kw.attention_mask,
+                                 .head_mask = *kw.head_mask,
+                                 .use_cache = *kw.use_cache,
+                                 .output_attentions = *kw.output_attentions});
+  auto h = attn_output + residual;
+  residual = h;
+  h = residual + mlp(ln_2(h));
+  return {h, present, attn_weights};
+}
+
+GPT2ModelImpl::GPT2ModelImpl(const GPT2Config& c) : config(c) {
+  config.validate("GPT2Config");
+  wte = register_module("wte", tracetorch::nn::Embedding(c.vocab_size, c.n_embd));
+  wpe = register_module("wpe", tracetorch::nn::Embedding(c.n_positions, c.n_embd));
+  drop = register_module("drop", tracetorch::nn::Dropout(c.embd_pdrop));
+  h = register_module("h", tracetorch::nn::ModuleList());
+  for (std::int64_t i = 0; i < c.n_layer; ++i) h->push_back(GPT2Block(c, i));
+  ln_f = register_module("ln_f", tracetorch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)));
+}
+
+BaseModelOutputWithPastAndCrossAttentions GPT2ModelImpl::forward(const GPT2ModelInputs& inputs) {
+  const bool output_attentions = inputs.output_attentions.value_or(config.output_attentions);
+  const bool output_hidden_states = inputs.output_hidden_states.value_or(config.output_hidden_states);
+  const bool use_cache = inputs.use_cache.value_or(config.use_cache);
+  const bool has_ids = inputs.input_ids.has_value() && inputs.input_ids->defined();
+  const bool has_embeds = inputs.inputs_embeds.has_value() && inputs.inputs_embeds->defined();
+  if (has_ids == has_embeds) throw tracetorch::Error("gpt2: give exactly one of input_ids and inputs_embeds");
+  if (has_ids && inputs.input_ids->dim() != 2) throw tracetorch::Error("gpt2: input_ids must be [batch, seq]");
+  const auto batch_size = has_ids ? inputs.input_ids->size(0) : inputs.inputs_embeds->size(0);
+  const auto seq_length = has_ids ? inputs.input_ids->size(1) : inputs.inputs_embeds->size(1);
+
+  const std::vector<LayerPast> no_past;
+  const auto& past = inputs.past_key_values.has_value() ? *inputs.past_key_values : no_past;
+  if (!past.empty() && past.size() != h->size()) throw tracetorch::Error("gpt2: past_key_values needs one entry per layer");
+  const auto past_length = past.empty() ? 0 : std::get<0>(past[0]).size(-2);
+  auto position_ids = *inputs.position_ids;
+  if (!position_ids.defined()) position_ids = torch::arange(past_length, seq_length + past_length, torch::kInt64).unsqueeze(0);
+
+  const auto inputs_embeds = has_embeds ? *inputs.inputs_embeds : wte(*inputs.input_ids);
+  auto hidden_states = inputs_embeds + wpe(position_ids);
+
+  // A [batch, kv] padding mask of 1/0 becomes [batch, 1, 1, kv] of 0 and float32's minimum.
+  torch::Tensor attention_mask = *inputs.attention_mask;
+  if (attention_mask.defined()) {
+    attention_mask = attention_mask.view({batch_size, -1}).index({torch::indexing::Slice(), torch::indexing::None,
+                                                                   torch::indexing::None, torch::indexing::Slice()});
+    attention_mask = attention_mask.to(hidden_states.scalar_type());
+    attention_mask = (1.0 - attention_mask) * std::numeric_limits<float>::lowest();
+  }
+  hidden_states = drop(hidden_states);
+
+  BaseModelOutputWithPastAndCrossAttentions out;
+  if (use_cache) out.past_key_values.emplace();
+  if (output_hidden_states) out.hidden_states.emplace();
+  if (output_attentions) out.attentions.emplace();
+  for (std::size_t i = 0; i < h->size(); ++i) {
+    if (output_hidden_states) out.hidden_states->push_back(hidden_states);
+    // Upstream passes layer_past=None without a past, head_mask=None (get_head_mask of None) and
+    // both encoder inputs as None: each is recorded as a keyword.
+    auto [block_output, present, attn_weights] = h[i]->as<GPT2Block>()->forward(
+        hidden_states, {.layer_past = past.empty() ? std::optional<LayerPast>() : std::optional<LayerPast>(past[i]),
+                        .attention_mask = attention_mask,  // undefined: recorded as None
+                        .head_mask = nullptr,
+                        .encoder_hidden_states = nullptr,
+                        .encoder_attention_mask = nullptr,
+                        .use_cache = use_cache,
+                        .output_attentions = output_attentions});
+    hidden_states = block_output;
+    if (use_cache) out.past_key_values->push_back(*present);
+    if (output_attentions) out.attentions->push_back(attn_weights);
+  }
+  hidden_states = ln_f(hidden_states);
+  if (output_hidden_states) out.hidden_states->push_back(hidden_states);
+  out.last_hidden_state = hidden_states;
+  return out;
+}
+
+void load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights) {
+  tracetorch::nn::load_state_dict(model, tracetorch::safetensors::load(weights), "gpt2: " + weights.string());
+}
+
+}  // namespace gpt2

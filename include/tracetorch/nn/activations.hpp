@@ -1,0 +1,222 @@
+#pragma once
+/// \file
+/// transformers' activations (activations.py): the module classes behind `ACT2FN[config.hidden_act]`,
+/// each registered under its Python class name and computing its formula with the same tensor
+/// operations in the same order, so that its output equals Python's bit for bit on the same input.
+///
+/// \code
+/// torch::nn::AnyModule act = tracetorch::nn::get_activation("gelu_new");  // ACT2FN["gelu_new"]
+/// register_module("act", act.ptr());                                    // a NewGELUActivation
+/// torch::Tensor y = act.forward(x);
+/// \endcode
+///
+/// The formulas are not interchangeable: `gelu_new` (NewGELUActivation), `gelu_fast`,
+/// `gelu_accurate` and `gelu_pytorch_tanh` (LibTorch's tanh-approximate GELU kernel) are the same
+/// function in exact arithmetic and differ by up to 2.4e-7 in float32, enough to change a printed
+/// tensor's last digit.
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <numbers>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracetorch/error.hpp"
+#include "tracetorch/module.hpp"
+#include "tracetorch/nn/layers.hpp"
+
+namespace tracetorch::nn::functional {
+
+// Each is transformers' formula, operation for operation: the tanh GELUs are one function in exact
+// arithmetic, but each way of writing it rounds differently in float32.
+
+/// GELUActivation(use_gelu_python=True): x * 0.5 * (1 + erf(x / sqrt(2))).
+inline torch::Tensor gelu_python(const torch::Tensor& input) {
+  return input * 0.5 * (1.0 + torch::erf(input / std::sqrt(2.0)));
+}
+/// NewGELUActivation, GPT-2's gelu: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
+inline torch::Tensor gelu_new(const torch::Tensor& input) {
+  return 0.5 * input * (1.0 + torch::tanh(std::sqrt(2.0 / std::numbers::pi) * (input + 0.044715 * torch::pow(input, 3.0))));
+}
+/// GELUTanh(use_gelu_tanh_python=True): gelu_new written with `x * 0.5` in front.
+inline torch::Tensor gelu_python_tanh(const torch::Tensor& input) {
+  return input * 0.5 * (1.0 + torch::tanh(std::sqrt(2.0 / std::numbers::pi) * (input + 0.044715 * torch::pow(input, 3.0))));
+}
+/// FastGELUActivation: the constant rounded to 0.7978845608 and x^3 written as x * x.
+inline torch::Tensor gelu_fast(const torch::Tensor& input) {
+  return 0.5 * input * (1.0 + torch::tanh(input * 0.7978845608 * (1.0 + 0.044715 * input * input)));
+}
+/// AccurateGELUActivation (MEGA).
+inline torch::Tensor gelu_accurate(const torch::Tensor& input) {
+  const double precomputed_constant = std::sqrt(2 / std::numbers::pi);
+  return 0.5 * input * (1 + torch::tanh(precomputed_constant * (input + 0.044715 * torch::pow(input, 3))));
+}
+/// QuickGELUActivation: x * sigmoid(1.702 * x).
+inline torch::Tensor quick_gelu(const torch::Tensor& input) { return input * torch::sigmoid(1.702 * input); }
+/// LaplaceActivation (MEGA) with upstream's forward defaults mu = 0.707107, sigma = 0.282095.
+inline torch::Tensor laplace(const torch::Tensor& input) {
+  const double mu = 0.707107, sigma = 0.282095;
+  const torch::Tensor scaled = (input - mu).div(sigma * std::sqrt(2.0));
+  return 0.5 * (1.0 + torch::erf(scaled));
+}
+/// ReLUSquaredActivation: relu(x)^2.
+inline torch::Tensor relu2(const torch::Tensor& input) { return torch::square(torch::relu(input)); }
+
+}  // namespace tracetorch::nn::functional
+
+namespace tracetorch::nn {
+namespace detail {
+
+/// A parameterless activation module: `forward` applies `Formula`, `pretty_print` shows the
+/// Python repr `Name()` (transformers' activations have no extra_repr).
+template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Formula)(const torch::Tensor&)>
+struct FormulaActivation : torch::nn::Cloneable<Derived> {
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return Formula(input); }
+  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
+};
+
+/// LibTorch's kernel, or upstream's formula written out when the Python flag (`use_gelu_python`,
+/// `use_gelu_tanh_python`) asks for it.
+template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Kernel)(const torch::Tensor&),
+          torch::Tensor (*WrittenOut)(const torch::Tensor&)>
+struct KernelOrFormulaActivation : torch::nn::Cloneable<Derived> {
+  explicit KernelOrFormulaActivation(bool written_out) : written_out(written_out) {}
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return written_out ? WrittenOut(input) : Kernel(input); }
+  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
+  bool written_out;
+};
+
+inline torch::Tensor identity(const torch::Tensor& input) { return input; }
+inline torch::Tensor plain_gelu(const torch::Tensor& input) { return torch::gelu(input); }
+inline torch::Tensor tanh_gelu(const torch::Tensor& input) { return torch::gelu(input, "tanh"); }
+inline torch::Tensor silu(const torch::Tensor& input) { return torch::silu(input); }
+inline torch::Tensor mish(const torch::Tensor& input) { return torch::mish(input); }
+
+}  // namespace detail
+
+// One Impl per Python class; the traced holder carries the Python class name.
+#define TRACETORCH_DETAIL_FORMULA_ACTIVATION(Name, formula)                  \
+  struct Name##Impl : detail::FormulaActivation<Name##Impl, #Name, formula> {}; \
+  TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+
+/// `gelu_new`: GPT-2's activation (not LibTorch's tanh GELU kernel: ~1e-7 apart in float32).
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(NewGELUActivation, functional::gelu_new);
+/// `gelu_fast`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(FastGELUActivation, functional::gelu_fast);
+/// `gelu_accurate`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(AccurateGELUActivation, functional::gelu_accurate);
+/// `quick_gelu` (CLIP).
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(QuickGELUActivation, functional::quick_gelu);
+/// `laplace`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(LaplaceActivation, functional::laplace);
+/// `relu2`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(ReLUSquaredActivation, functional::relu2);
+/// `linear`: returns its input.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(LinearActivation, detail::identity);
+/// `mish`: LibTorch's mish kernel, as upstream calls `nn.functional.mish`.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(MishActivation, detail::mish);
+/// `silu` in current transformers (a hub-kernel wrapper of `nn.functional.silu`); `swish` is
+/// `tracetorch::nn::SiLU`, PyTorch's own class. Both compute LibTorch's silu kernel.
+TRACETORCH_DETAIL_FORMULA_ACTIVATION(SiLUActivation, detail::silu);
+#undef TRACETORCH_DETAIL_FORMULA_ACTIVATION
+
+/// `gelu`: LibTorch's exact (erf) GELU kernel; `gelu_python` is
+/// `GELUActivation(GELUActivationOptions{.use_gelu_python = true})`, the formula written out.
+struct GELUActivationOptions {
+  bool use_gelu_python = false;
+};
+struct GELUActivationImpl
+    : detail::KernelOrFormulaActivation<GELUActivationImpl, "GELUActivation", detail::plain_gelu, functional::gelu_python> {
+  explicit GELUActivationImpl(GELUActivationOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_python) {}
+};
+TRACETORCH_TRACEABLE_IMPL(GELUActivation, GELUActivationImpl);
+
+/// `gelu_pytorch_tanh`: LibTorch's tanh-approximate GELU kernel; `gelu_python_tanh` is
+/// `GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})`. Older transformers called the class
+/// PytorchGELUTanh (an alias of GELUTanh in current versions).
+struct GELUTanhOptions {
+  bool use_gelu_tanh_python = false;
+};
+struct GELUTanhImpl
+    : detail::KernelOrFormulaActivation<GELUTanhImpl, "GELUTanh", detail::tanh_gelu, functional::gelu_python_tanh> {
+  explicit GELUTanhImpl(GELUTanhOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_tanh_python) {}
+};
+TRACETORCH_TRACEABLE_IMPL(GELUTanh, GELUTanhImpl);
+
+/// `gelu_10`: GELU clipped to [min, max]; upstream refuses min > max (ValueError), this a
+/// tracetorch::Error.
+struct ClippedGELUActivationImpl : torch::nn::Cloneable<ClippedGELUActivationImpl> {
+  ClippedGELUActivationImpl(double min, double max) : min(min), max(max) {
+    if (min > max) {
+      throw Error("ClippedGELUActivation: min should be < max (got min: " + std::to_string(min) +
+                  ", max: " + std::to_string(max) + ")");
+    }
+  }
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return torch::clip(torch::gelu(input), min, max); }
+  void pretty_print(std::ostream& stream) const override { stream << "ClippedGELUActivation()"; }
+  double min, max;
+};
+TRACETORCH_TRACEABLE_IMPL(ClippedGELUActivation, ClippedGELUActivationImpl);
+
+namespace detail {
+
+struct ActivationEntry {
+  std::string_view name;
+  torch::nn::AnyModule (*make)();
+};
+
+/// transformers' ACT2CLS, in its order. Left out: `prelu` is PyTorch's PReLU (use
+/// tracetorch::nn::PReLU), `xielu` has bfloat16 parameters and an optional CUDA kernel.
+inline constexpr ActivationEntry kActivations[] = {
+    {"gelu", [] { return torch::nn::AnyModule(GELUActivation()); }},
+    {"gelu_10", [] { return torch::nn::AnyModule(ClippedGELUActivation(-10, 10)); }},
+    {"gelu_fast", [] { return torch::nn::AnyModule(FastGELUActivation()); }},
+    {"gelu_new", [] { return torch::nn::AnyModule(NewGELUActivation()); }},
+    {"gelu_python", [] { return torch::nn::AnyModule(GELUActivation(GELUActivationOptions{.use_gelu_python = true})); }},
+    {"gelu_pytorch_tanh", [] { return torch::nn::AnyModule(GELUTanh()); }},
+    {"gelu_python_tanh", [] { return torch::nn::AnyModule(GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})); }},
+    {"gelu_accurate", [] { return torch::nn::AnyModule(AccurateGELUActivation()); }},
+    {"laplace", [] { return torch::nn::AnyModule(LaplaceActivation()); }},
+    {"leaky_relu", [] { return torch::nn::AnyModule(LeakyReLU()); }},
+    {"linear", [] { return torch::nn::AnyModule(LinearActivation()); }},
+    {"mish", [] { return torch::nn::AnyModule(MishActivation()); }},
+    {"quick_gelu", [] { return torch::nn::AnyModule(QuickGELUActivation()); }},
+    {"relu", [] { return torch::nn::AnyModule(ReLU()); }},
+    {"relu2", [] { return torch::nn::AnyModule(ReLUSquaredActivation()); }},
+    {"relu6", [] { return torch::nn::AnyModule(ReLU6()); }},
+    {"sigmoid", [] { return torch::nn::AnyModule(Sigmoid()); }},
+    {"silu", [] { return torch::nn::AnyModule(SiLUActivation()); }},
+    {"swish", [] { return torch::nn::AnyModule(SiLU()); }},
+    {"tanh", [] { return torch::nn::AnyModule(Tanh()); }},
+};
+
+}  // namespace detail
+
+/// The names get_activation knows, in transformers' ACT2CLS order.
+inline std::vector<std::string_view> activation_names() {
+  std::vector<std::string_view> names;
+  for (const auto& entry : detail::kActivations) names.push_back(entry.name);
+  return names;
+}
+
+/// transformers' `ACT2FN[name]` (`get_activation(name)`): a new module of the class upstream
+/// maps `name` to, traced under that class's Python name. Register it with
+/// `register_module("act", act.ptr())` and call `act.forward(x)`. An unknown name is a
+/// tracetorch::Error listing the known ones (upstream raises KeyError).
+inline torch::nn::AnyModule get_activation(std::string_view name) {
+  for (const auto& entry : detail::kActivations) {
+    if (entry.name == name) return entry.make();
+  }
+  std::string known;
+  for (const auto& entry : detail::kActivations) known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  throw Error("tracetorch::nn::get_activation: function \"" + std::string(name) + "\" not found in ACT2FN mapping [" +
+              known + "]");
+}
+
+}  // namespace tracetorch::nn

@@ -1,0 +1,99 @@
+// examples/gpt2: the GPT-2 port on transformers' conventions, traced against the Python reference
+// of tests/data/gpt2/make_gpt2_fixture.py.
+
+#include <doctest/doctest.h>
+
+#include "test_helpers.hpp"
+
+#include <gpt2/gpt2.hpp>
+
+#include <set>
+
+namespace {
+
+std::filesystem::path gpt2_dir() { return tracetorch_test::data_dir() / "gpt2"; }
+
+/// The fixture's model with its weights, in eval mode (dropout off, as the reference's).
+gpt2::GPT2Model fixture_model() {
+  gpt2::GPT2Model model(gpt2::GPT2Config::from_json_file(gpt2_dir() / "config.json"));
+  gpt2::load_state_dict(*model, gpt2_dir() / "model.safetensors");
+  model->eval();
+  return model;
+}
+
+torch::Tensor fixture_ids() { return tracetorch::safetensors::load_single(gpt2_dir() / "input_ids.safetensors", "input_ids"); }
+
+std::set<std::string> file_names(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename().string());
+  return names;
+}
+
+}  // namespace
+
+DOCTEST_TEST_SUITE("gpt2") {
+
+DOCTEST_TEST_CASE("gpt2: the port's trace equals the upstream-convention reference (tests/data/gpt2), both kinds") {
+  auto model = fixture_model();
+  const auto ids = fixture_ids();
+  tracetorch_test::TempDir dir;
+  for (const std::string kind : {"repr", "st"}) {
+    auto guard = tracetorch::model_addition_debugger(
+        model, {.debug_path = dir / kind, .do_prune_layers = false, .use_repr = kind == "repr"});
+    DOCTEST_CHECK(guard.untraced_modules().empty());
+    model({.input_ids = ids});
+  }
+  DOCTEST_CHECK(tracetorch_test::expect_trace_matches_reference(dir.path(), gpt2_dir(), "GPT2Model") == 60);
+  DOCTEST_CHECK(file_names(dir / "st") == file_names(gpt2_dir() / "trace_st"));
+}
+
+DOCTEST_TEST_CASE("gpt2: upstream's state-dict names; the causal-mask buffers are non-persistent") {
+  auto model = fixture_model();
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : tracetorch::nn::state_dict(*model)) names.push_back(name);
+  DOCTEST_CHECK(names.size() == 28);  // as Python's GPT2Model(config).state_dict() for 2 layers
+  DOCTEST_CHECK(names.front() == "wte.weight");
+  DOCTEST_CHECK(names[4] == "h.0.attn.c_attn.weight");
+  DOCTEST_CHECK(names.back() == "ln_f.bias");
+  std::set<std::string> buffers;
+  for (const auto& item : model->named_buffers()) buffers.insert(item.key());
+  DOCTEST_CHECK(buffers.count("h.0.attn.bias") == 1);
+  DOCTEST_CHECK(buffers.count("h.1.attn.masked_bias") == 1);
+  DOCTEST_CHECK(model->h[0]->as<gpt2::GPT2Block>()->attn->c_attn->weight.sizes() == torch::IntArrayRef({8, 24}));
+}
+
+DOCTEST_TEST_CASE("gpt2: past_key_values of a first call continue the sequence as the whole forward does") {
+  auto model = fixture_model();
+  torch::NoGradGuard no_grad;
+  const auto ids = fixture_ids();
+  using torch::indexing::Slice;
+  const auto whole = model({.input_ids = ids, .output_attentions = true, .output_hidden_states = true});
+  DOCTEST_REQUIRE(whole.past_key_values.has_value());
+  DOCTEST_CHECK(whole.past_key_values->size() == 2);
+  DOCTEST_CHECK(std::get<0>(whole.past_key_values->at(0)).sizes() == torch::IntArrayRef({2, 2, 5, 4}));
+  DOCTEST_CHECK(whole.hidden_states->size() == 3);
+  DOCTEST_CHECK(whole.attentions->at(1).sizes() == torch::IntArrayRef({2, 2, 5, 5}));
+  DOCTEST_CHECK_FALSE(whole.cross_attentions.has_value());
+
+  const auto first = model({.input_ids = ids.index({Slice(), Slice(0, 3)})});
+  const auto rest = model({.input_ids = ids.index({Slice(), Slice(3, 5)}), .past_key_values = *first.past_key_values});
+  DOCTEST_CHECK(torch::allclose(rest.last_hidden_state, whole.last_hidden_state.index({Slice(), Slice(3, 5)}), 0, 1e-5));
+  DOCTEST_CHECK(std::get<1>(rest.past_key_values->at(1)).size(-2) == 5);
+
+  // A padding mask [batch, kv] of ones changes nothing; masking row 0's last token changes only
+  // row 0's last position (the earlier ones never attend to it under the causal mask).
+  const auto ones = torch::ones({2, 5}, torch::kInt64);
+  DOCTEST_CHECK(torch::equal(model({.input_ids = ids, .attention_mask = ones}).last_hidden_state, whole.last_hidden_state));
+  auto padded = ones.clone();
+  padded.index_put_({0, 4}, 0);
+  const auto masked = model({.input_ids = ids, .attention_mask = padded}).last_hidden_state;
+  DOCTEST_CHECK(torch::equal(masked.index({Slice(), Slice(0, 4)}), whole.last_hidden_state.index({Slice(), Slice(0, 4)})));
+  DOCTEST_CHECK(torch::equal(masked[1], whole.last_hidden_state[1]));
+  DOCTEST_CHECK_FALSE(torch::allclose(masked.index({0, 4}), whole.last_hidden_state.index({0, 4})));
+
+  const auto no_cache = model({.input_ids = ids, .use_cache = false});
+  DOCTEST_CHECK_FALSE(no_cache.past_key_values.has_value());
+  DOCTEST_CHECK_THROWS_AS(gpt2::GPT2Config::from_json_file(tracetorch_test::data_dir() / "no_such_config.json"), tracetorch::Error);
+}
+
+}  // DOCTEST_TEST_SUITE
