@@ -143,6 +143,8 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <map>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -177,8 +179,12 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 
 #include <torch/torch.h>
 
+#include <boost/container/small_vector.hpp>
+
 #include <atomic>
 #include <cstddef>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -407,7 +413,9 @@ class CallObserver;
 class TracedModuleBase;
 
 /// One observer attached to one module instance. A module's attachments form a singly linked
-/// list, newest first, so nested scopes attach and detach like a stack.
+/// list, newest first, so nested scopes attach and detach like a stack. The list is changed and
+/// walked under attachment_mutex(): a call on one thread may walk past another thread's
+/// attachments while that thread detaches them, and must never see them freed.
 struct Attachment {
   CallObserver* observer = nullptr;
   TracedModuleBase* module = nullptr;
@@ -460,7 +468,7 @@ class CallArgs {
 /// The value a call returned.
 class CallResult {
  public:
-  /// The result itself if it is a tensor (index 0), or element `index` of a tuple result.
+  /// Element `index` of a tuple result, or the result itself if it is not a tuple.
   virtual torch::Tensor tensor(std::size_t index) const = 0;
   virtual void visit(ValueVisitor& visitor) const = 0;
 
@@ -468,9 +476,20 @@ class CallResult {
   ~CallResult() = default;
 };
 
+/// Guards every module's attachment list: attaching and detaching take it exclusively, a traced
+/// call shares it only while it walks the list to enter the observers (never during the forward).
+inline std::shared_mutex& attachment_mutex() {
+  static std::shared_mutex mutex;
+  return mutex;
+}
+
 class CallObserver {
  public:
-  virtual void on_enter(const Attachment& at, const CallArgs& args) = 0;
+  /// Returns whether this observer follows the call (a call on another thread than the one it
+  /// watches: false). on_exit or on_unwind comes only after a true; an observer that returned
+  /// true stays alive until then (its owner detaches only after its own calls have returned,
+  /// or waits for them).
+  virtual bool on_enter(const Attachment& at, const CallArgs& args) = 0;
   virtual void on_exit(const Attachment& at, const CallResult& result) = 0;
   /// The forward threw: drop what on_enter started, restore what it changed.
   virtual void on_unwind(const Attachment& at) noexcept = 0;
@@ -541,7 +560,8 @@ class CallResultOf final : public CallResult {
       std::apply([&](const auto&... e) { ((i++ == index ? void(found = tensor_of(e)) : void()), ...); }, result_);
       return found;
     } else {
-      return index == 0 ? tensor_of(result_) : torch::Tensor();
+      (void)index;  // not a tuple: the whole result, whatever the index (as upstream's hooks)
+      return tensor_of(result_);
     }
   }
 
@@ -557,55 +577,68 @@ class VoidResult final : public CallResult {
   void visit(ValueVisitor& visitor) const override { visitor.none(); }
 };
 
-/// Unwinds the attachments in [first, last), last entered first.
-inline void unwind_attachments(Attachment* first, Attachment* last) noexcept {
-  if (first == last) return;
-  unwind_attachments(first->next, last);
-  first->observer->on_unwind(*first);
+/// The attachments a call entered, in the order entered. Almost always one or two.
+using EnteredAttachments = boost::container::small_vector<Attachment*, 4>;
+
+/// Unwinds the entered attachments, last entered first.
+inline void unwind_attachments(const EnteredAttachments& entered) noexcept {
+  for (auto it = entered.rbegin(); it != entered.rend(); ++it) (*it)->observer->on_unwind(**it);
 }
 
-/// Exits the attachments from `at` on, in the reverse of the order they were entered, so that
+/// Exits the entered attachments in the reverse of the order they were entered, so that
 /// observers that save and restore state (grad mode) nest properly. If one throws, those it
 /// would have been followed by are unwound instead.
-inline void exit_attachments(Attachment* at, const CallResult& view) {
-  if (at == nullptr) return;
+inline void exit_attachments(const EnteredAttachments& entered, const CallResult& view) {
+  for (std::size_t i = entered.size(); i-- > 0;) {
+    try {
+      entered[i]->observer->on_exit(*entered[i], view);
+    } catch (...) {
+      for (std::size_t j = i; j-- > 0;) entered[j]->observer->on_unwind(*entered[j]);
+      throw;
+    }
+  }
+}
+
+/// Enters the observers attached to `module` that follow this call. The list is read under the
+/// shared lock, so no other thread can free an attachment while this one passes it; the
+/// attachments entered belong to observers that follow this thread, which keep them alive.
+template <class... A>
+EnteredAttachments enter_attachments(TracedModuleBase& module, const A&... args) {
+  EnteredAttachments entered;
+  const CallArgsOf<A...> view(args...);
+  std::shared_lock lock(attachment_mutex());
   try {
-    exit_attachments(at->next, view);
+    for (Attachment* at = module.attachments_.load(std::memory_order_acquire); at != nullptr; at = at->next) {
+      if (at->observer->on_enter(*at, view)) entered.push_back(at);
+    }
   } catch (...) {
-    at->observer->on_unwind(*at);
+    unwind_attachments(entered);
     throw;
   }
-  at->observer->on_exit(*at, view);
+  return entered;
 }
 
 /// The slow path of a traced call, out of line so the untraced path stays small.
-/// Contract with the observers: once on_enter has returned, exactly one of on_exit or on_unwind
-/// follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
-template <class R, class Module, class Call, class... A>
-[[gnu::noinline]] R traced_call(Module& /*module*/, Attachment* head, Call&& call, const A&... args) {
-  Attachment* entered_end = head;
-  try {
-    const CallArgsOf<A...> view(args...);
-    for (; entered_end != nullptr; entered_end = entered_end->next) entered_end->observer->on_enter(*entered_end, view);
-  } catch (...) {
-    unwind_attachments(head, entered_end);
-    throw;
-  }
-  const auto finish = [head](const CallResult& view) { exit_attachments(head, view); };
+/// Contract with the observers: once on_enter has returned true, exactly one of on_exit or
+/// on_unwind follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
+template <class R, class Call, class... A>
+[[gnu::noinline]] R traced_call(TracedModuleBase& module, Call&& call, const A&... args) {
+  const EnteredAttachments entered = enter_attachments(module, args...);
+  if (entered.empty()) return call();  // another thread's observers only
   const auto run = [&]() -> R {
     try {
       return call();
     } catch (...) {
-      unwind_attachments(head, nullptr);
+      unwind_attachments(entered);
       throw;
     }
   };
   if constexpr (std::is_void_v<R>) {
     run();
-    finish(VoidResult());
+    exit_attachments(entered, VoidResult());
   } else {
     R result = run();
-    finish(CallResultOf<R>(result));
+    exit_attachments(entered, CallResultOf<R>(result));
     return result;
   }
 }
@@ -614,12 +647,6 @@ template <class R, class Module, class Call, class... A>
 // ---- end tracetorch/detail/call.hpp ----
 
 namespace tracetorch::detail {
-
-/// Serialises changes to attachment lists; calls read the lists without it (one atomic load).
-inline std::mutex& attachment_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
 
 /// Containers have no forward of their own (Python's ModuleList is never called either), so
 /// they are not reported as untraced; their elements are checked on their own.
@@ -642,7 +669,7 @@ class AttachmentSet {
   /// Modules that are not traced (and not containers) are listed in untraced().
   void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
     const auto named = root.named_modules("", /*include_self=*/true);
-    std::lock_guard lock(attachment_mutex());
+    std::unique_lock lock(attachment_mutex());
     attachments_.reserve(attachments_.size() + named.size());
     for (const auto& item : named) {
       auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
@@ -657,12 +684,12 @@ class AttachmentSet {
 
   /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
   void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
-    std::lock_guard lock(attachment_mutex());
+    std::unique_lock lock(attachment_mutex());
     add_locked(module, observer, std::move(module_path), false, false, tag);
   }
 
   void detach() noexcept {
-    std::lock_guard lock(attachment_mutex());
+    std::unique_lock lock(attachment_mutex());
     for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
       Attachment& at = **it;
       // Scopes normally end in reverse order; unlink from anywhere in the list if not.
@@ -869,16 +896,14 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
         request && !::tracetorch::detail::debug_io_running()) [[unlikely]] {                      \
       return ::tracetorch::detail::run_with_debug_io<R>(*this, this->traced_name(), *request, [&]() -> R { \
         return ::tracetorch::detail::traced_call<R>(                                              \
-            *this, this->attachments_.load(std::memory_order_acquire),                            \
-            [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...);     \
+            *this, [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...); \
       });                                                                                         \
     }                                                                                             \
   }                                                                                               \
-  ::tracetorch::detail::Attachment* head = this->attachments_.load(std::memory_order_acquire);  \
-  if (head == nullptr) [[likely]]                                                                 \
+  if (this->attachments_.load(std::memory_order_acquire) == nullptr) [[likely]]                 \
     return Impl::forward(std::forward<Types>(values)...);                                        \
   return ::tracetorch::detail::traced_call<R>(                                                   \
-      *this, head, [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...)
+      *this, [&]() -> R { return Impl::forward(std::forward<Types>(values)...); }, values...)
 #else
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values) return Impl::forward(std::forward<Types>(values)...)
 #endif
@@ -1236,6 +1261,13 @@ enum class OutputRole { hidden_states, attentions };
 constexpr bool is_known_field(std::string_view field) {
   return field == "hidden_states" || field == "attentions" || field == "cross_attentions";
 }
+
+/// The index a bare type in a record map gets: upstream's 0 for a hidden_states key, else 1.
+/// (An OutputRecorder written out defaults to 0, as upstream's dataclass does.)
+inline constexpr int field_default_index = std::numeric_limits<int>::min();
+constexpr int default_index_of(std::string_view field) {
+  return field.find("hidden_states") != std::string_view::npos ? 0 : 1;
+}
 /// cross_attentions follow output_attentions, as in transformers.
 constexpr OutputRole role_of(std::string_view field) {
   return field == "hidden_states" ? OutputRole::hidden_states : OutputRole::attentions;
@@ -1254,30 +1286,38 @@ TRACETORCH_DETAIL_RESULT_OF(noexcept);
 TRACETORCH_DETAIL_RESULT_OF(const noexcept);
 #undef TRACETORCH_DETAIL_RESULT_OF
 
-/// Fails to compile, readably, when element `Index` of `Traced`'s forward output is not a tensor.
+/// The element index a recorder reads, Python's negative indices counted from the end; checked,
+/// readably, against `Traced`'s forward output. A forward returning one tensor is recorded whole,
+/// whatever the index (upstream records a non-tuple output as it is).
 template <class Traced, int Index>
-constexpr bool check_output_index() {
+constexpr int checked_output_index() {
   using Pointer = typename forward_pointer<typename Traced::ImplType>::type;
-  if constexpr (!std::is_void_v<Pointer>) {  // an overloaded or template forward: checked at run time
+  if constexpr (std::is_void_v<Pointer>) {  // an overloaded or template forward: checked at run time
+    static_assert(Index >= 0,
+                  "tracetorch::OutputRecorder: a negative index needs a target with one, non-template forward");
+    return Index;
+  } else {
     using R = std::remove_cvref_t<typename member_function_result<Pointer>::type>;
     if constexpr (std::is_same_v<R, torch::Tensor>) {
-      static_assert(Index == 0,
-                    "tracetorch::OutputRecorder: index out of range: the target's forward returns one tensor "
-                    "(only index 0 exists)");
+      return 0;
     } else if constexpr (is_tuple_like<R>) {
-      static_assert(Index < static_cast<int>(std::tuple_size_v<R>),
+      constexpr int size = static_cast<int>(std::tuple_size_v<R>);
+      constexpr int index = Index < 0 ? Index + size : Index;
+      static_assert(index >= 0 && index < size,
                     "tracetorch::OutputRecorder: index out of range for the target's forward output tuple");
-      if constexpr (Index < static_cast<int>(std::tuple_size_v<R>)) {
-        static_assert(std::is_same_v<std::remove_cvref_t<std::tuple_element_t<Index, R>>, torch::Tensor>,
+      if constexpr (index >= 0 && index < size) {
+        using Element = std::remove_cvref_t<std::tuple_element_t<index, R>>;
+        static_assert(std::is_same_v<Element, torch::Tensor> || std::is_same_v<Element, std::optional<torch::Tensor>>,
                       "tracetorch::OutputRecorder: index names an element of the target's forward output that is "
-                      "not a torch::Tensor");
+                      "neither a torch::Tensor nor a std::optional<torch::Tensor>");
       }
+      return index;
     } else {
       static_assert(always_false<R>,
                     "tracetorch::OutputRecorder: the target's forward returns neither a tensor nor a tuple");
+      return 0;
     }
   }
-  return true;
 }
 
 }  // namespace detail
@@ -1291,11 +1331,12 @@ struct replacements {
 };
 
 /// transformers' `OutputRecorder(target_class, index=..., layer_name=...)`: records element
-/// `Index` of the output of every `Target` module (holder or Impl type of a TRACEABLE class)
-/// whose path contains `LayerName` as whole components (`crossattention` matches
-/// `layer.0.crossattention.self`, not `layer.0.crossattention_x`). Index -1: the field's
-/// default, 0 for hidden_states and 1 for attentions.
-template <class Target, int Index = -1, detail::FixedString LayerName = "">
+/// `Index` of the output of every module that is a `Target` (holder or Impl type of a TRACEABLE
+/// class, or a class derived from it: Python's isinstance), as upstream: the index defaults to 0,
+/// counts from the end when negative, and a module returning one tensor is recorded whole;
+/// `LayerName` is matched as a substring of the module's path written with a leading dot
+/// (`".crossattention."` matches `.encoder.layer.0.crossattention.self`).
+template <class Target, int Index = 0, detail::FixedString LayerName = "">
 struct OutputRecorder {
 #ifndef TRACETORCH_DISABLE
   static_assert(is_traceable_v<Target>,
@@ -1312,7 +1353,7 @@ namespace detail {
 
 template <class R>
 struct as_recorder {
-  using type = OutputRecorder<R>;
+  using type = OutputRecorder<R, field_default_index>;
 };
 template <class T, int I, FixedString L>
 struct as_recorder<OutputRecorder<T, I, L>> {
@@ -1339,16 +1380,25 @@ struct OutputRecord {
   static constexpr detail::OutputRole role = detail::role_of(field);
   using recorders = std::tuple<Recorders...>;
 
+  /// Two recorders under attentions are self- and cross-attention in one list, split by
+  /// position into attentions and cross_attentions (upstream's rule).
+  static constexpr bool splits_cross_attentions = field == "attentions" && sizeof...(Recorders) == 2;
+
   template <class Recorder>
   static constexpr int index_of() {
-    return Recorder::index >= 0 ? Recorder::index : role == detail::OutputRole::attentions ? 1 : 0;
-  }
 #ifdef TRACETORCH_DISABLE
-  static constexpr bool indices_checked = true;
+    return 0;
 #else
-  static constexpr bool indices_checked =
-      (detail::check_output_index<typename Recorders::target, index_of<Recorders>()>() && ...);
+    if constexpr (!is_traceable_v<typename Recorder::original>) {
+      return 0;  // OutputRecorder's static_assert said it; nothing more to add
+    } else {
+      constexpr int written =
+          Recorder::index == detail::field_default_index ? detail::default_index_of(field) : Recorder::index;
+      return detail::checked_output_index<typename Recorder::target, written>();
+    }
 #endif
+  }
+  static constexpr bool indices_checked = ((index_of<Recorders>() >= 0) && ...);
 };
 
 /// A record-map entry naming its field: `record<"attentions", OutputRecorder<LlamaAttention, 1>>()`.
@@ -1441,29 +1491,25 @@ namespace detail {
 // Collection
 // ---------------------------------------------------------------------------------------------
 
-/// One recorder, resolved for one capture: the module types it accepts and where it puts values.
+/// One recorder, resolved for one capture: the modules it accepts and where it puts values.
 struct RecorderSpec {
   std::size_t slot;
   OutputRole role;
   std::size_t index;
   std::string_view layer_name;
-  std::vector<std::type_index> types;
+  bool (*is_target)(const torch::nn::Module&) = nullptr;  // isinstance(module, target); null once patched
+  std::vector<std::type_index> types;                     // replacements, matched exactly
 };
 
-/// True when `layer_name` is one or more whole dot-separated components of `path`.
+/// Upstream's layer_name test: a substring of the module's path, which upstream writes with a
+/// leading dot (`.encoder.layer.0.attention.self`).
 inline bool path_has_layer_name(std::string_view path, std::string_view layer_name) {
   if (layer_name.empty()) return true;
-  std::string padded_path;
-  padded_path.reserve(path.size() + 2);
-  padded_path += '.';
-  padded_path += path;
-  padded_path += '.';
-  std::string padded_name;
-  padded_name.reserve(layer_name.size() + 2);
-  padded_name += '.';
-  padded_name += layer_name;
-  padded_name += '.';
-  return padded_path.find(padded_name) != std::string::npos;
+  std::string dotted;
+  dotted.reserve(path.size() + 1);
+  dotted += '.';
+  dotted += path;
+  return dotted.find(layer_name) != std::string::npos;
 }
 
 template <class Tuple>
@@ -1476,16 +1522,97 @@ struct type_indices<std::tuple<T...>> {
   }
 };
 
+template <class Impl>
+bool is_instance_of(const torch::nn::Module& module) {
+  return dynamic_cast<const Impl*>(&module) != nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models that capture: where an outer model's recorders stop, and their patched recorders
+// ---------------------------------------------------------------------------------------------
+
+/// A model class whose forward runs capture_outputs: transformers' PreTrainedModel with a record
+/// map. Registered once per class, before main, by the capture_outputs it instantiates.
+struct CapturingModelType {
+  std::type_index type;
+  bool (*is_instance)(const torch::nn::Module&);
+  void (*recorder_targets)(std::vector<std::pair<std::string_view, std::string_view>>&);  // (field, class name)
+};
+
+struct CapturingModels {
+  std::mutex mutex;
+  std::vector<CapturingModelType> types;
+  /// After patch_output_recorders: per model class, the recorder targets (by class name) and
+  /// the replacement each now records instead.
+  std::map<std::type_index, std::map<std::string, PatchReplacement, std::less<>>> patched;
+};
+
+inline CapturingModels& capturing_models() {
+  static CapturingModels models;
+  return models;
+}
+
+template <class Record, class... Recorders>
+void append_record_targets(std::vector<std::pair<std::string_view, std::string_view>>& out, std::tuple<Recorders...>*) {
+  (out.emplace_back(Record::field, Recorders::target::registered_name), ...);
+}
+
+template <class Model>
+void record_map_targets(std::vector<std::pair<std::string_view, std::string_view>>& out) {
+  using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
+  std::apply([&](auto... record) { (append_record_targets<decltype(record)>(out, static_cast<typename decltype(record)::recorders*>(nullptr)), ...); },
+             Records{});
+}
+
+template <class Model>
+bool register_capturing_model() {
+  auto& models = capturing_models();
+  std::lock_guard lock(models.mutex);
+  models.types.push_back({std::type_index(typeid(Model)), &is_instance_of<Model>, &record_map_targets<Model>});
+  return true;
+}
+
+template <class Model>
+inline const bool capturing_model_registered = register_capturing_model<Model>();
+
+/// Which modules start a sub-model of their own: taken once per capture, not per module.
+class SubModelTest {
+ public:
+  SubModelTest() {
+    auto& models = capturing_models();
+    std::lock_guard lock(models.mutex);
+    for (const auto& type : models.types) tests_.push_back(type.is_instance);
+  }
+  bool operator()(const torch::nn::Module& module) const {
+    return std::any_of(tests_.begin(), tests_.end(), [&](auto test) { return test(module); });
+  }
+
+ private:
+  std::vector<bool (*)(const torch::nn::Module&)> tests_;
+};
+
+/// The replacements patch_output_recorders gave `Model`'s recorders (usually none).
+template <class Model>
+std::map<std::string, PatchReplacement, std::less<>> patched_recorders() {
+  auto& models = capturing_models();
+  std::lock_guard lock(models.mutex);
+  const auto found = models.patched.find(std::type_index(typeid(Model)));
+  return found == models.patched.end() ? std::map<std::string, PatchReplacement, std::less<>>() : found->second;
+}
+
 template <class Recorder>
-void append_accepted_types(std::vector<std::type_index>& out) {
+void resolve_targets(RecorderSpec& spec, const std::map<std::string, PatchReplacement, std::less<>>& patched) {
   using Traced = typename Recorder::target;
   using Impl = typename Traced::ImplType;
-  out.emplace_back(typeid(Traced));
-  type_indices<typename replacements<typename Recorder::original>::types>::append(out);
-  if constexpr (!std::is_same_v<Impl, typename Recorder::original>) {
-    type_indices<typename replacements<Impl>::types>::append(out);
+  if (const auto found = patched.find(Traced::registered_name); found != patched.end()) {
+    spec.types.push_back(found->second.type);  // upstream swaps the target class for the replacement
+    return;
   }
-  if (auto patched = find_patch_replacement(Traced::registered_name)) out.push_back(patched->type);
+  spec.is_target = &is_instance_of<Impl>;
+  type_indices<typename replacements<typename Recorder::original>::types>::append(spec.types);
+  if constexpr (!std::is_same_v<Impl, typename Recorder::original>) {
+    type_indices<typename replacements<Impl>::types>::append(spec.types);
+  }
 }
 
 /// Values collected for one output field.
@@ -1506,32 +1633,26 @@ class CaptureSession final : public CallObserver {
         hidden_(std::move(hidden)),
         owner_(std::this_thread::get_id()) {}
 
+  /// Attaches to the recorders' modules under `model`, as upstream installs its hooks: a
+  /// sub-model that captures for itself is left to its own record map.
   void attach(torch::nn::Module& model) {
-    for (const auto& item : model.named_modules("", /*include_self=*/false)) {
-      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
-      if (traced == nullptr) continue;
-      const std::type_index type(typeid(*item.value()));
-      for (std::size_t i = 0; i < specs_.size(); ++i) {
-        const auto& spec = specs_[i];
-        if (std::find(spec.types.begin(), spec.types.end(), type) == spec.types.end()) continue;
-        if (!path_has_layer_name(item.key(), spec.layer_name)) continue;
-        attachments_.add(*traced, *this, item.key(), i);
-      }
-    }
+    const SubModelTest starts_sub_model;
+    attach_below(model, "", starts_sub_model);
   }
 
-  void on_enter(const Attachment& at, const CallArgs& args) override {
-    if (std::this_thread::get_id() != owner_) return;  // another thread's forward: not ours
+  bool on_enter(const Attachment& at, const CallArgs& args) override {
+    if (std::this_thread::get_id() != owner_) return false;  // another thread's forward: not ours
+    ++calls_;
     const auto& spec = specs_[at.tag];
     auto& slot = slots_[spec.slot];
     if (spec.role == OutputRole::hidden_states && slot.positions == 0 && !slot.has_first_input) {
       slot.first_layer_input = args.tensor(0);
       slot.has_first_input = true;
     }
+    return true;
   }
 
   void on_exit(const Attachment& at, const CallResult& result) override {
-    if (std::this_thread::get_id() != owner_) return;
     const auto& spec = specs_[at.tag];
     auto& slot = slots_[spec.slot];
     torch::Tensor value = result.tensor(spec.index);
@@ -1548,7 +1669,41 @@ class CaptureSession final : public CallObserver {
   void detach() noexcept { attachments_.detach(); }
   std::vector<CaptureSlot>& slots() noexcept { return slots_; }
 
+  /// Recorder modules exist but not one was called through its traced forward: a forward that
+  /// calls its layers through their Impl (`as<LayerImpl>()->forward`) bypasses tracing, and the
+  /// capture would silently come back empty.
+  void check_something_was_seen(std::string_view model_name) const {
+    if (attached_.empty() || calls_ > 0) return;
+    throw Error("tracetorch::capture_outputs: " + std::string(model_name) + " has " + std::to_string(attached_.size()) +
+                " recorder module(s) (first: " + attached_.front() +
+                ") but none ran through its traced forward: call them through their holder "
+                "(`layers[i]->as<DecoderLayer>()->forward(...)`), not their Impl");
+  }
+
  private:
+  void attach_below(torch::nn::Module& parent, const std::string& parent_path, const SubModelTest& starts_sub_model) {
+    for (const auto& child : parent.named_children()) {
+      const std::string path = parent_path.empty() ? child.key() : parent_path + "." + child.key();
+      torch::nn::Module& module = *child.value();
+      if (!starts_sub_model(module)) attach_below(module, path, starts_sub_model);
+      attach_if_recorded(module, path);
+    }
+  }
+
+  void attach_if_recorded(torch::nn::Module& module, const std::string& path) {
+    auto* traced = dynamic_cast<TracedModuleBase*>(&module);
+    if (traced == nullptr) return;
+    const std::type_index type(typeid(module));
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+      const auto& spec = specs_[i];
+      const bool is_target = (spec.is_target != nullptr && spec.is_target(module)) ||
+                             std::find(spec.types.begin(), spec.types.end(), type) != spec.types.end();
+      if (!is_target || !path_has_layer_name(path, spec.layer_name)) continue;
+      attachments_.add(*traced, *this, path, i);
+      attached_.push_back(path);
+    }
+  }
+
   void add_hidden(CaptureSlot& slot, torch::Tensor value) {
     // Positions not asked for stay undefined: the sequence keeps its full length.
     slot.values.push_back(hidden_ && hidden_->includes(slot.positions) ? std::move(value) : torch::Tensor());
@@ -1559,32 +1714,41 @@ class CaptureSession final : public CallObserver {
   std::vector<CaptureSlot> slots_;
   std::optional<LayerSelection> hidden_;
   std::thread::id owner_;
+  std::vector<std::string> attached_;
+  std::size_t calls_ = 0;
   AttachmentSet attachments_;
 };
 
-template <class Model>
-std::optional<bool> config_output_attentions(const Model& model) {
-  if constexpr (requires { model.config.output_attentions; }) {
-    const auto& value = model.config.output_attentions;
-    if constexpr (is_optional_like<std::remove_cvref_t<decltype(value)>>) {
-      return value;
-    } else {
-      return static_cast<bool>(value);
-    }
+/// A config flag that is a bool or a std::optional<bool> (None), read the one way.
+template <class T>
+std::optional<bool> config_flag(const T& value) {
+  if constexpr (is_optional_like<T>) {
+    return value.has_value() ? std::optional<bool>(static_cast<bool>(*value)) : std::nullopt;
+  } else {
+    return static_cast<bool>(value);
   }
-  return std::nullopt;
 }
 
+// The config members transformers reads for capture; absent members read as None.
+template <class Model>
+std::optional<bool> config_output_attentions(const Model& model) {
+  if constexpr (requires { model.config.output_attentions; }) return config_flag(model.config.output_attentions);
+  return std::nullopt;
+}
+template <class Model>
+std::optional<bool> config_return_dict(const Model& model) {
+  if constexpr (requires { model.config.return_dict; }) return config_flag(model.config.return_dict);
+  return std::nullopt;
+}
+template <class Model>
+std::optional<bool> config_use_cache(const Model& model) {
+  if constexpr (requires { model.config.use_cache; }) return config_flag(model.config.use_cache);
+  return std::nullopt;
+}
 template <class Model>
 std::optional<LayerSelection> config_output_hidden_states(const Model& model) {
   if constexpr (requires { model.config.output_hidden_states; }) {
-    const auto& value = model.config.output_hidden_states;
-    if constexpr (is_optional_like<std::remove_cvref_t<decltype(value)>>) {
-      if (!value.has_value()) return std::nullopt;
-      return LayerSelection(static_cast<bool>(*value));
-    } else {
-      return LayerSelection(static_cast<bool>(value));
-    }
+    if (const auto flag = config_flag(model.config.output_hidden_states)) return LayerSelection(*flag);
   }
   return std::nullopt;
 }
@@ -1595,6 +1759,9 @@ std::optional<LayerSelection> config_output_hidden_states(const Model& model) {
 struct ResolvedOutputs {
   LayerSelection hidden_states = false;
   bool attentions = false;
+  /// Upstream's return_dict (call, else config, else true). A C++ forward returns its struct
+  /// either way; where it is false, `to_tuple(out, model)` is what Python would have returned.
+  bool return_dict = true;
 };
 
 /// output_hidden_states / output_attentions from the call's options, else the model's
@@ -1608,6 +1775,7 @@ ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& 
     resolved.hidden_states = *from_config;
   }
   resolved.attentions = options.output_attentions.value_or(detail::config_output_attentions(model).value_or(false));
+  resolved.return_dict = options.return_dict.value_or(detail::config_return_dict(model).value_or(true));
   return resolved;
 }
 
@@ -1631,45 +1799,80 @@ void store_field(Out& out, Value&& value, std::tuple<Fields...>*) {
   (store_if_named<Record, Fields>(out, value), ...);
 }
 
+using PatchedTargets = std::map<std::string, PatchReplacement, std::less<>>;
+
 template <class Record, class Recorder>
-void add_recorder_spec(std::vector<RecorderSpec>& specs, std::size_t slot) {
+void add_recorder_spec(std::vector<RecorderSpec>& specs, std::size_t slot, const PatchedTargets& patched) {
   RecorderSpec spec{slot, Record::role, static_cast<std::size_t>(Record::template index_of<Recorder>()),
-                    Recorder::layer_name, {}};
-  append_accepted_types<Recorder>(spec.types);
+                    Recorder::layer_name, nullptr, {}};
+  resolve_targets<Recorder>(spec, patched);
   specs.push_back(std::move(spec));
 }
 
 template <class Record, class... Recorders>
-void add_record_specs(std::vector<RecorderSpec>& specs, std::size_t slot, std::tuple<Recorders...>*) {
-  (add_recorder_spec<Record, Recorders>(specs, slot), ...);
+void add_record_specs(std::vector<RecorderSpec>& specs, std::size_t slot, const PatchedTargets& patched,
+                      std::tuple<Recorders...>*) {
+  (add_recorder_spec<Record, Recorders>(specs, slot, patched), ...);
 }
 
 template <class Record>
-void prepare_slot(const ResolvedOutputs& wanted, std::vector<RecorderSpec>& specs, std::vector<CaptureSlot>& slots,
-                  std::size_t slot) {
+void prepare_slot(const ResolvedOutputs& wanted, const PatchedTargets& patched, std::vector<RecorderSpec>& specs,
+                  std::vector<CaptureSlot>& slots, std::size_t slot) {
   const bool requested = Record::role == OutputRole::hidden_states ? wanted.hidden_states.any() : wanted.attentions;
   slots[slot].requested = requested;
-  if (requested) add_record_specs<Record>(specs, slot, static_cast<typename Record::recorders*>(nullptr));
+  if (requested) add_record_specs<Record>(specs, slot, patched, static_cast<typename Record::recorders*>(nullptr));
 }
 
 template <class Records, std::size_t... Slot>
-void prepare_slots(const ResolvedOutputs& wanted, std::vector<RecorderSpec>& specs, std::vector<CaptureSlot>& slots,
-                   std::index_sequence<Slot...>) {
-  (prepare_slot<std::tuple_element_t<Slot, Records>>(wanted, specs, slots, Slot), ...);
+void prepare_slots(const ResolvedOutputs& wanted, const PatchedTargets& patched, std::vector<RecorderSpec>& specs,
+                   std::vector<CaptureSlot>& slots, std::index_sequence<Slot...>) {
+  (prepare_slot<std::tuple_element_t<Slot, Records>>(wanted, patched, specs, slots, Slot), ...);
+}
+
+/// The value upstream ties the last hidden state to: vision_hidden_states where the output has
+/// that field, else last_hidden_state; none (no tie) when it has neither.
+template <class Out>
+std::optional<torch::Tensor> tied_hidden_state(const Out& out) {
+  if constexpr (requires { out.vision_hidden_states; }) {
+    return tensor_of(out.vision_hidden_states);
+  } else if constexpr (requires { out.last_hidden_state; }) {
+    return tensor_of(out.last_hidden_state);
+  } else {
+    return std::nullopt;
+  }
+}
+
+template <FixedString Name>
+struct record_named {
+  static constexpr std::string_view field = Name.view();
+};
+
+/// Field `Name` of `Out`, which must be a list of tensors.
+template <FixedString Name, class Out>
+void store_named(Out& out, std::vector<torch::Tensor> values) {
+  store_field<record_named<Name>>(out, std::move(values), static_cast<output_fields_t<Out>*>(nullptr));
 }
 
 template <class Record, class Out>
 void finish_slot(Out& out, CaptureSlot& slot, const ResolvedOutputs& wanted, const CaptureSettings& settings) {
   if (!slot.requested) return;
   if constexpr (Record::role == OutputRole::hidden_states) {
-    if constexpr (requires { out.last_hidden_state; }) {
-      if (settings.tie_last_hidden_states && !slot.values.empty()) {
-        const auto last = static_cast<std::int64_t>(slot.values.size()) - 1;
-        slot.values.back() = wanted.hidden_states.includes(last) ? out.last_hidden_state : torch::Tensor();
-      }
+    // Upstream drops the last recorded state and appends the tied one: with no layers at all,
+    // the tuple is (last_hidden_state,).
+    if (const auto tied = tied_hidden_state(out); tied && settings.tie_last_hidden_states) {
+      if (!slot.values.empty()) slot.values.pop_back();
+      const auto position = static_cast<std::int64_t>(slot.values.size());
+      slot.values.push_back(wanted.hidden_states.includes(position) ? *tied : torch::Tensor());
     }
   }
-  store_field<Record>(out, std::move(slot.values), static_cast<output_fields_t<Out>*>(nullptr));
+  if constexpr (Record::splits_cross_attentions) {
+    std::vector<torch::Tensor> self, cross;
+    for (std::size_t i = 0; i < slot.values.size(); ++i) (i % 2 == 0 ? self : cross).push_back(std::move(slot.values[i]));
+    store_named<"attentions">(out, std::move(self));
+    store_named<"cross_attentions">(out, std::move(cross));
+  } else {
+    store_field<Record>(out, std::move(slot.values), static_cast<output_fields_t<Out>*>(nullptr));
+  }
 }
 
 template <class Records, class Out, std::size_t... Slot>
@@ -1699,17 +1902,21 @@ auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, Ca
   using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
   constexpr std::size_t slot_count = std::tuple_size_v<Records>;
 
+  (void)detail::capturing_model_registered<std::remove_cv_t<Model>>;  // so that an outer model's recorders stop here
+
   const ResolvedOutputs wanted = resolve_output_options(model, options);
   if (!wanted.hidden_states.any() && !wanted.attentions) return body();
 
   std::vector<detail::RecorderSpec> specs;
   std::vector<detail::CaptureSlot> slots(slot_count);
-  detail::prepare_slots<Records>(wanted, specs, slots, std::make_index_sequence<slot_count>{});
+  detail::prepare_slots<Records>(wanted, detail::patched_recorders<std::remove_cv_t<Model>>(), specs, slots,
+                                 std::make_index_sequence<slot_count>{});
   detail::CaptureSession session(std::move(specs), std::move(slots),
                                  wanted.hidden_states.any() ? std::optional(wanted.hidden_states) : std::nullopt);
   session.attach(static_cast<torch::nn::Module&>(model));
   Out out = body();
   session.detach();
+  session.check_something_was_seen(static_cast<const torch::nn::Module&>(model).name());
   detail::finish_slots<Records>(out, session.slots(), wanted, settings, std::make_index_sequence<slot_count>{});
   return out;
 #endif
@@ -1718,16 +1925,7 @@ auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, Ca
 /// transformers' `@merge_with_config_defaults`: use_cache from the model's config unless given.
 template <class Model>
 OutputOptions merge_with_config_defaults(const Model& model, OutputOptions options) {
-  if constexpr (requires { model.config.use_cache; }) {
-    if (!options.use_cache) {
-      const auto& value = model.config.use_cache;
-      if constexpr (detail::is_optional_like<std::remove_cvref_t<decltype(value)>>) {
-        options.use_cache = value;
-      } else {
-        options.use_cache = static_cast<bool>(value);
-      }
-    }
-  }
+  if (!options.use_cache) options.use_cache = detail::config_use_cache(model);
   return options;
 }
 
@@ -1738,41 +1936,50 @@ struct PatchedRecorder {
   std::string replacement;  // the registered replacement's name, empty when none
 };
 
-namespace detail {
-
-template <class Record, class... Recorders>
-void report_patches(std::vector<PatchedRecorder>& report, std::tuple<Recorders...>*) {
-  (
-      [&] {
-        using Traced = typename Recorders::target;
-        auto patched = find_patch_replacement(Traced::registered_name);
-        report.push_back({std::string(Record::field), std::string(Traced::registered_name),
-                          patched ? patched->name : std::string()});
-      }(),
-      ...);
-}
-
-template <class... Records>
-void report_all_patches(std::vector<PatchedRecorder>& report, std::tuple<Records...>*) {
-  (report_patches<Records>(report, static_cast<typename Records::recorders*>(nullptr)), ...);
-}
-
-}  // namespace detail
-
-/// transformers' `patch_output_recorders(model)`. Here recorders consult the registry at every
-/// capture, so this is not needed for capture to see a replacement: it reports, for each
-/// recorder of the model's record map, which replacement it will also record.
-template <class Model>
-std::vector<PatchedRecorder> patch_output_recorders(const Model&) {
-#ifdef TRACETORCH_DISABLE
-  return {};
-#else
-  using Impl = typename detail::traced_type_t<Model>::ImplType;
-  using Records = std::remove_cvref_t<decltype(Impl::can_record_outputs)>;
+/// transformers' `patch_output_recorders(model)`: for `model` and every sub-model in it that
+/// captures outputs, each recorder whose target class name has a registered replacement (exact
+/// name first, then patterns, as find_patch_replacement) records the replacement from now on,
+/// instead of the original: for every instance of that model class, as upstream's class-level
+/// record map. Returns what each recorder of those models now records. Without this call the
+/// registry does not change what is recorded.
+template <class ModelHolder>
+std::vector<PatchedRecorder> patch_output_recorders(const ModelHolder& model) {
   std::vector<PatchedRecorder> report;
-  detail::report_all_patches(report, static_cast<Records*>(nullptr));
-  return report;
+#ifndef TRACETORCH_DISABLE
+  auto& models = detail::capturing_models();
+  std::vector<detail::CapturingModelType> types;
+  {
+    std::lock_guard lock(models.mutex);
+    types = models.types;
+  }
+  std::vector<std::type_index> done;
+  for (const auto& module : model->modules(/*include_self=*/true)) {
+    for (const auto& type : types) {
+      if (!type.is_instance(*module) || std::find(done.begin(), done.end(), type.type) != done.end()) continue;
+      done.push_back(type.type);
+      std::vector<std::pair<std::string_view, std::string_view>> targets;
+      type.recorder_targets(targets);
+      for (const auto& [field, target] : targets) {
+        auto replacement = find_patch_replacement(target);
+        report.push_back({std::string(field), std::string(target), replacement ? replacement->name : std::string()});
+        if (!replacement) continue;
+        std::lock_guard lock(models.mutex);
+        models.patched[type.type].insert_or_assign(std::string(target), std::move(*replacement));
+      }
+    }
+  }
+#else
+  (void)model;
 #endif
+  return report;
+}
+
+/// Undoes patch_output_recorders for every model class (tracetorch's own: upstream has no way
+/// back short of a new process; tests need one).
+inline void unpatch_output_recorders() {
+  auto& models = detail::capturing_models();
+  std::lock_guard lock(models.mutex);
+  models.patched.clear();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1845,6 +2052,58 @@ template <class Out>
 OutputTuple to_tuple(const Out& out) {
   OutputTuple tuple;
   boost::pfr::for_each_field(out, [&](const auto& field) { detail::append_tuple_item(tuple, field); });
+  return tuple;
+}
+
+namespace detail {
+
+/// The class holding the record map: the Impl of a holder, or the class itself.
+template <class Model>
+auto record_map_owner() {
+  if constexpr (requires { Model::can_record_outputs; }) {
+    return std::type_identity<Model>{};
+  } else {
+    return std::type_identity<typename traced_type_t<Model>::ImplType>{};
+  }
+}
+
+/// The fields capture_outputs sets, in the order it sets them (upstream: record-map order, a
+/// split attentions record followed by cross_attentions).
+template <class Owner>
+std::vector<std::string_view> captured_fields() {
+  using Records = std::remove_cvref_t<decltype(Owner::can_record_outputs)>;
+  std::vector<std::string_view> names;
+  std::apply(
+      [&](auto... record) {
+        ((names.push_back(decltype(record)::field),
+          decltype(record)::splits_cross_attentions ? names.push_back("cross_attentions") : void()),
+         ...);
+      },
+      Records{});
+  return names;
+}
+
+}  // namespace detail
+
+/// The tuple `model` would return with return_dict=False, as upstream orders a ModelOutput: the
+/// fields the forward set itself first, in declaration order, then the captured ones in the order
+/// capture set them (to_tuple(out) keeps declaration order). None fields are left out.
+template <class Out, class Model>
+OutputTuple to_tuple(const Out& out, const Model&) {
+  using Owner = typename decltype(detail::record_map_owner<Model>())::type;
+  const auto captured = detail::captured_fields<Owner>();
+  const auto is_captured = [&](std::string_view name) {
+    return std::find(captured.begin(), captured.end(), name) != captured.end();
+  };
+  OutputTuple tuple;
+  tracetorch_fields(out, [&](std::string_view name, const auto& value) {
+    if (!is_captured(name)) detail::append_tuple_item(tuple, value);
+  });
+  for (const auto wanted : captured) {
+    tracetorch_fields(out, [&](std::string_view name, const auto& value) {
+      if (name == wanted) detail::append_tuple_item(tuple, value);
+    });
+  }
   return tuple;
 }
 
@@ -4897,13 +5156,18 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
       : root_name_(std::move(root_name)), options_(std::move(options)) {}
 
   // CallObserver
-  void on_enter(const Attachment& at, const CallArgs& args) override {
+  bool on_enter(const Attachment& at, const CallArgs& args) override {
     const auto me = std::this_thread::get_id();
     if (at.is_root && owner_.load(std::memory_order_relaxed) != me) {
       // One compare-exchange, so that of two threads starting a forward at once exactly one
       // records; the other's forward runs untraced.
       std::thread::id nobody;
-      if (!owner_.compare_exchange_strong(nobody, me)) return;
+      if (!owner_.compare_exchange_strong(nobody, me)) return false;
+      if (closing_.load()) {  // the scope is ending: no new forward (see close())
+        owner_.store(std::thread::id());
+        owner_.notify_all();
+        return false;
+      }
       begin_forward();
       try {
         push(at, args, true);
@@ -4911,11 +5175,24 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
         end_forward(false);
         throw;
       }
-      return;
+      return true;
     }
-    if (owner_.load(std::memory_order_relaxed) != me) return;
+    if (owner_.load(std::memory_order_relaxed) != me) return false;
     if (at.is_root) ++nested_root_calls_;
     push(at, args, false);
+    return true;
+  }
+
+  /// The scope's end: no forward starts from now on, and one that another thread is recording
+  /// runs to its end, whole, before this returns; only then are the attachments freed.
+  /// (closing_ is set before owner_ is read, and on_enter claims owner_ before reading closing_:
+  /// either the claim sees the scope closing and backs out, or this sees the claim and waits.)
+  void close() noexcept {
+    closing_.store(true);
+    for (auto owner = owner_.load(); owner != std::thread::id() && owner != std::this_thread::get_id();
+         owner = owner_.load()) {
+      owner_.wait(owner);
+    }
   }
 
   void on_exit(const Attachment& at, const CallResult& result) override {
@@ -5108,6 +5385,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     arena_.rewind();  // nothing the forward allocated there is alive now
     no_grad_.reset();
     owner_.store(std::thread::id());
+    owner_.notify_all();
   }
 
   /// transformers' file stem is the module path; a module called again in the same forward
@@ -5195,6 +5473,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   std::string root_name_;
   DebuggerOptions options_;
   std::atomic<std::thread::id> owner_{};
+  std::atomic<bool> closing_{false};
   int nested_root_calls_ = 0;
   struct StagedFile {
     std::pmr::string staged;
@@ -5244,7 +5523,10 @@ class [[nodiscard]] DebuggerScope {
       : session_(std::move(session)), attachments_(std::move(attachments)) {}
   DebuggerScope(DebuggerScope&&) noexcept = default;
   DebuggerScope& operator=(DebuggerScope&&) = delete;  // would free a session still attached
-  ~DebuggerScope() = default;
+  ~DebuggerScope() {
+    if (session_) session_->close();
+    attachments_.reset();
+  }
 
   /// Modules under the root that are not TRACEABLE (plain LibTorch modules): their calls are
   /// not in the trace. Empty on a rank other than 0.
