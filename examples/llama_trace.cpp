@@ -176,7 +176,7 @@ void check_fits_in_memory(const llama::LlamaConfig& c, std::int64_t batch, std::
   if (!scores) largest = std::nullopt;
   const U bytes = times(u(4), plus(parameters, times(u(8), largest)));
   const std::string shape = " for input ids [" + std::to_string(batch) + ", " + std::to_string(seq) + "]";
-  if (!bytes) throw tracetorch::Error("llama_trace: the config's sizes" + shape + " overflow when multiplied: refused");
+  if (!bytes) throw tracetorch::Error("the config's sizes" + shape + " overflow when multiplied: refused");
   const auto pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
   const std::uint64_t memory = pages > 0 && page_size > 0 ? std::uint64_t(pages) * std::uint64_t(page_size) : 0;
   if (memory != 0 && *bytes > memory) {
@@ -184,7 +184,7 @@ void check_fits_in_memory(const llama::LlamaConfig& c, std::int64_t batch, std::
     char text[160];
     std::snprintf(text, sizeof text, "needs about %.1f GiB (weights and activations)%s, more than this machine's %.1f GiB: refused",
                   double(*bytes) / kGiB, shape.c_str(), double(memory) / kGiB);
-    throw tracetorch::Error(std::string("llama_trace: the config ") + text);
+    throw tracetorch::Error(std::string("the config ") + text);
   }
 }
 
