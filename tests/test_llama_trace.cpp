@@ -87,7 +87,7 @@ DOCTEST_TEST_CASE("the port's trace equals upstream transformers' (tiny_llama_up
     DOCTEST_INFO(entry.path().filename().string());
     const auto ref = tracetorch::safetensors::load_single(entry.path());
     const auto ours = tracetorch::safetensors::load_single(dir / "st" / entry.path().filename());
-    DOCTEST_REQUIRE(ours.scalar_type() == ref.scalar_type());
+    DOCTEST_REQUIRE((ours.scalar_type() == ref.scalar_type()));  // (()): c10::toString would stringify it
     DOCTEST_REQUIRE(ours.sizes() == ref.sizes());
     DOCTEST_CHECK(torch::allclose(ours.to(torch::kDouble), ref.to(torch::kDouble), 0, 1e-5));
     ++compared;
