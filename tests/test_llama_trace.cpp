@@ -48,7 +48,7 @@ void expect_upstream_trace(const boost::json::value& ours, const boost::json::va
       if (is_statistic(e.key())) {
         const double a = printed_number(mine.as_string()), b = printed_number(e.value().as_string());
         // a == b first: the mask's stats are the same infinities, and inf - inf is nan.
-        DOCTEST_CHECK_MESSAGE(a == b || std::abs(a - b) <= 1e-6 + 1e-3 * std::abs(b), path << "." << e.key() << ": " << mine << " vs " << e.value());
+        DOCTEST_CHECK_MESSAGE((a == b || std::abs(a - b) <= 1e-6 + 1e-3 * std::abs(b)), path << "." << e.key() << ": " << mine << " vs " << e.value());
       } else {
         expect_upstream_trace(mine, e.value(), path + "." + std::string(e.key()));
       }
