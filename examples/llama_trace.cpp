@@ -11,7 +11,11 @@
 
 #include <boost/json.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -116,24 +120,72 @@ Arguments parse_arguments(int argc, char** argv) {
   return args;
 }
 
+/// The input ids of a safetensors file, checked from its header before anything is loaded:
+/// one int64 [batch, seq] tensor, not empty; then every id within [0, vocab_size).
 torch::Tensor read_input_ids(const std::filesystem::path& path, std::int64_t vocab_size) {
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error("llama_trace: " + path.string() + ": " + why); };
   tracetorch::safetensors::Reader reader(path);
   std::string name = "input_ids";
   if (!reader.contains(name)) {
-    if (reader.header().tensors.size() != 1) {
-      throw tracetorch::Error("llama_trace: " + path.string() + " holds no tensor \"input_ids\"");
-    }
+    if (reader.header().tensors.size() != 1) fail("holds no tensor \"input_ids\"");
     name = reader.header().tensors.front().name;
   }
-  auto ids = reader.load(name);
-  if (ids.dim() != 2 || ids.scalar_type() != torch::kInt64) {
-    throw tracetorch::Error("llama_trace: " + path.string() + ": input ids must be an int64 [batch, seq] tensor");
+  const auto& info = reader.info(name);
+  if (info.shape.size() != 2 || info.dtype != torch::kInt64) fail("input ids must be an int64 [batch, seq] tensor");
+  if (info.shape[0] == 0 || info.shape[1] == 0) {
+    fail("input ids are empty (shape [" + std::to_string(info.shape[0]) + ", " + std::to_string(info.shape[1]) + "])");
   }
-  if (ids.numel() > 0 && (ids.min().item<std::int64_t>() < 0 || ids.max().item<std::int64_t>() >= vocab_size)) {
-    throw tracetorch::Error("llama_trace: " + path.string() + ": input ids outside [0, vocab_size=" +
-                            std::to_string(vocab_size) + ")");
+  auto ids = reader.load(name);
+  if (ids.min().item<std::int64_t>() < 0 || ids.max().item<std::int64_t>() >= vocab_size) {
+    fail("input ids outside [0, vocab_size=" + std::to_string(vocab_size) + "): min " +
+         std::to_string(ids.min().item<std::int64_t>()) + ", max " + std::to_string(ids.max().item<std::int64_t>()));
   }
   return ids;
+}
+
+/// a * b, or nullopt where it overflows.
+std::optional<std::uint64_t> times(std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
+  std::uint64_t out = 0;
+  if (!a || !b || __builtin_mul_overflow(*a, *b, &out)) return std::nullopt;
+  return out;
+}
+std::optional<std::uint64_t> plus(std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
+  std::uint64_t out = 0;
+  if (!a || !b || __builtin_add_overflow(*a, *b, &out)) return std::nullopt;
+  return out;
+}
+
+/// Refuses a config and input shape whose weights and activations would not fit in this
+/// machine's memory, or whose sizes overflow when multiplied, before the model is built: a
+/// clear line instead of an allocation failure (or a multiplication that wraps) deep in LibTorch.
+void check_fits_in_memory(const llama::LlamaConfig& c, std::int64_t batch, std::int64_t seq) {
+  using U = std::optional<std::uint64_t>;
+  const auto u = [](std::int64_t v) -> U { return static_cast<std::uint64_t>(v); };  // validated >= 0
+  const U head_dim = u(c.hidden_size / c.num_attention_heads);
+  const U kv = times(u(c.num_key_value_heads), head_dim);
+  // Per layer: q and o (hidden x hidden), k and v (hidden x kv), gate, up, down, two norms.
+  U layer = plus(times(u(2), times(u(c.hidden_size), u(c.hidden_size))), times(u(2), times(u(c.hidden_size), kv)));
+  layer = plus(plus(layer, times(u(3), times(u(c.hidden_size), u(c.intermediate_size)))), times(u(2), u(c.hidden_size)));
+  const U parameters = plus(plus(times(u(c.vocab_size), u(c.hidden_size)), times(u(c.num_hidden_layers), layer)), u(c.hidden_size));
+  // The largest activations of a layer: [B, S, intermediate], [B, heads, S, S] and [B, S, hidden];
+  // a few of each are alive at once (and the trace's copies): counted 8 times.
+  const U tokens = times(u(batch), u(seq));
+  U largest = times(tokens, u(std::max(c.hidden_size, c.intermediate_size)));
+  const U scores = times(times(u(batch), u(c.num_attention_heads)), times(u(seq), u(seq)));
+  if (largest && scores) largest = std::max(*largest, *scores);
+  if (!scores) largest = std::nullopt;
+  const U bytes = times(u(4), plus(parameters, times(u(8), largest)));
+  const std::string shape = " for input ids [" + std::to_string(batch) + ", " + std::to_string(seq) + "]";
+  if (!bytes) throw tracetorch::Error("the config's sizes" + shape + " overflow when multiplied: refused");
+  const auto pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  const std::uint64_t memory = pages > 0 && page_size > 0 ? std::uint64_t(pages) * std::uint64_t(page_size) : 0;
+  if (memory != 0 && *bytes > memory) {
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    char text[160];
+    std::snprintf(text, sizeof text, "needs about %.1f GiB (weights and activations)%s, more than this machine's %.1f GiB: refused",
+                  double(*bytes) / kGiB, shape.c_str(), double(memory) / kGiB);
+    throw tracetorch::Error(std::string("the config ") + text);
+  }
 }
 
 /// Prints each leaf's output shape from the written summary: the view one gets by setting
@@ -191,13 +243,23 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    // Only rank 0 records (the debugger's rule): another rank has nothing to write, so it says so
+    // and stops before any work.
+    if (const int rank = tracetorch::detail::rank_from_environment(); rank != 0) {
+      std::cout << "llama_trace: RANK=" << rank << ": rank " << rank << " writes nothing (only rank 0 traces)\n";
+      return 0;
+    }
+    // Everything read and checked before the model is built: a bad size or id is one line, no allocation.
     const llama::LlamaConfig config = args.config ? llama::LlamaConfig::from_json_file(*args.config) : llama::LlamaConfig{};
-    torch::manual_seed(args.seed);
+    torch::Tensor input_ids;
+    if (args.input_ids) input_ids = read_input_ids(*args.input_ids, config.vocab_size);
+    check_fits_in_memory(config, input_ids.defined() ? input_ids.size(0) : args.batch,
+                         input_ids.defined() ? input_ids.size(1) : args.seq);
+    torch::manual_seed(args.seed);  // the random weights, then the random ids, in this order
     llama::LlamaModel model(config);
     model->eval();
     if (args.weights) llama::load_state_dict(*model, *args.weights);
-    const torch::Tensor input_ids = args.input_ids ? read_input_ids(*args.input_ids, config.vocab_size)
-                                                   : torch::randint(0, config.vocab_size, {args.batch, args.seq});
+    if (!input_ids.defined()) input_ids = torch::randint(0, config.vocab_size, {args.batch, args.seq});
     llama::BaseModelOutputWithPast output;
     tracetorch::OutputOptions options;
     if (args.output_hidden_states) options.output_hidden_states = true;

@@ -9,12 +9,14 @@
 // Exit status: 0 written, 2 a bad command line or a file it cannot read or understand.
 
 #include <tracetorch/detail/python_json.hpp>
+#include <tracetorch/detail/read_file.hpp>
 #include <tracetorch/testing/common_tests.hpp>
 
 #include <boost/json.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -39,12 +41,17 @@ constexpr const char* kUsage =
     "TRACETORCH_COMMON_MODEL_TESTS(Tester) and the tester's skipped_tests, and writes which models\n"
     "run and skip each common test to OUTPUT_DIR/all_tests_scan_result.json (default: the current\n"
     "directory), or, for one test, OUTPUT_DIR/scan_<NAME>.json.\n"
+    "--print-work-steps prints the scan's work count (characters and tokens visited) on stderr.\n"
     "Exit status: 0 written, 2 a bad command line or a file that cannot be read or understood.\n";
 
 /// Bad input: the message names the file (and line) and the cause; exit 2.
 struct ScanError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// Work done: characters lexed plus tokens visited by the parser. The scan is linear in its
+/// input; --print-work-steps prints this count so that a test can check that without timing.
+std::uint64_t work_steps = 0;
 
 // ---------------------------------------------------------------------------------------------
 // Reading C++ source as tokens: enough of the lexer to find literals outside comments.
@@ -66,6 +73,7 @@ class Lexer {
   Lexer(std::string_view text, std::string where) : text_(text), where_(std::move(where)) {}
 
   std::vector<Token> tokens() {
+    work_steps += text_.size();  // each character is looked at a bounded number of times
     std::vector<Token> out;
     while (pos_ < text_.size()) {
       const char c = text_[pos_];
@@ -95,7 +103,9 @@ class Lexer {
         const auto start = pos_;
         while (pos_ < text_.size()) {
           const char d = text_[pos_];
-          const char prev = text_[pos_ - 1];
+          // The character before, within the number: at a file's first byte there is none (this
+          // read text_[-1], one byte before the buffer, for a file that begins with a digit).
+          const char prev = pos_ > start ? text_[pos_ - 1] : '\0';
           if (is_identifier_char(d) || d == '.' || (d == '\'' && pos_ + 1 < text_.size() && is_identifier_char(text_[pos_ + 1])) ||
               ((d == '+' || d == '-') && (prev == 'e' || prev == 'E' || prev == 'p' || prev == 'P'))) {
             ++pos_;
@@ -144,8 +154,14 @@ class Lexer {
     if (raw) {
       std::string closing = ")";  // ")delimiter\""
       std::size_t open = pos_;
-      for (; open < text_.size() && text_[open] != '('; ++open) closing += text_[open];
-      if (open >= text_.size()) fail(start_line, "malformed raw string literal");
+      // At most 16 delimiter characters, none of them space, parenthesis or backslash (the
+      // standard's rule): it also keeps the search for the closing sequence linear.
+      for (; open < text_.size() && text_[open] != '(' && open - pos_ < 16; ++open) {
+        const char d = text_[open];
+        if (std::isspace(static_cast<unsigned char>(d)) || d == ')' || d == '\\') break;
+        closing += d;
+      }
+      if (open >= text_.size() || text_[open] != '(') fail(start_line, "malformed raw string literal");
       closing += '"';
       const auto end = text_.find(closing, open + 1);
       if (end == std::string_view::npos) fail(start_line, "unterminated raw string literal");
@@ -221,6 +237,9 @@ class Lexer {
       if (pos_ >= text_.size() || text_[pos_] == '\n') fail(start, "unterminated character literal");
       const char c = text_[pos_++];
       if (c == '\\') {
+        // The escaped character must be on this line: a backslash at the end of a line (or of the
+        // file) used to skip the newline, or step past the end, and go on reading the next line.
+        if (pos_ >= text_.size() || text_[pos_] == '\n') fail(start, "unterminated character literal");
         ++pos_;
       } else if (c == '\'') {
         return;
@@ -247,20 +266,30 @@ struct ModelTests {
 
 class TesterParser {
  public:
-  TesterParser(std::vector<Token> tokens, std::string where) : t_(std::move(tokens)), where_(std::move(where)) {}
+  TesterParser(std::vector<Token> tokens, std::string where) : t_(std::move(tokens)), where_(std::move(where)) {
+    index_bodies();
+  }
 
+  // Linear in the tokens, whatever their number and order: one pass indexes every struct body,
+  // a tester's body is read once however often it is named, and nested bodies are jumped over
+  // (this searched the file from its start for every instantiation: quadratic).
   std::vector<ModelTests> parse() {
     std::vector<ModelTests> found;
     for (std::size_t i = 0; i < t_.size(); ++i) {
+      ++work_steps;
       if (!is(i, TokenKind::identifier, "TRACETORCH_COMMON_MODEL_TESTS") || !is(i + 1, TokenKind::punctuation, "(")) continue;
       if (i >= 2 && is(i - 1, TokenKind::identifier, "define") && is(i - 2, TokenKind::punctuation, "#")) continue;
+      // `Tester` or `ns::Tester`: names and colons up to the ')', nothing else.
       std::string tester;
       std::size_t k = i + 2;
-      for (; k < t_.size() && !is(k, TokenKind::punctuation, ")"); ++k) {
+      for (; k < t_.size() && (t_[k].kind == TokenKind::identifier || is_punct(k, ":")); ++k) {
+        ++work_steps;
         if (t_[k].kind == TokenKind::identifier) tester = t_[k].text;  // the last name of ns::Tester
       }
-      if (tester.empty() || k >= t_.size()) fail(t_[i].line, "TRACETORCH_COMMON_MODEL_TESTS(...) names no tester");
-      found.push_back(read_tester(tester, t_[i].line));
+      if (tester.empty() || !is_punct(k, ")")) fail(t_[i].line, "TRACETORCH_COMMON_MODEL_TESTS(...) names no tester");
+      auto known = testers_.find(tester);
+      if (known == testers_.end()) known = testers_.emplace(tester, read_tester(tester, t_[i].line)).first;
+      found.push_back(known->second);
     }
     return found;
   }
@@ -280,24 +309,39 @@ class TesterParser {
   }
   int line_at(std::size_t i) const { return i < t_.size() ? t_[i].line : (t_.empty() ? 1 : t_.back().line); }
 
-  /// The body of `struct Name {...}` / `class Name {...}`: [open brace, close brace].
-  std::pair<std::size_t, std::size_t> find_body(const std::string& name, int used_at) const {
+  static constexpr std::size_t npos = std::size_t(-1);
+
+  /// One pass over the tokens: each '{' matched with its '}', and the first definition of each
+  /// `struct Name {...}` / `class Name {...}` (a declaration `struct Name;` is not one).
+  void index_bodies() {
+    closing_.assign(t_.size(), npos);
+    std::vector<std::size_t> open;
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      ++work_steps;
+      if (is_punct(i, "{")) open.push_back(i);
+      if (is_punct(i, "}") && !open.empty()) closing_[open.back()] = i, open.pop_back();
+    }
+    std::vector<std::size_t> next(t_.size() + 1, npos);  // the next '{' or ';' from each token
+    for (std::size_t i = t_.size(); i-- > 0;) next[i] = is_punct(i, "{") || is_punct(i, ";") ? i : next[i + 1];
     for (std::size_t i = 0; i + 1 < t_.size(); ++i) {
       if (!(is(i, TokenKind::identifier, "struct") || is(i, TokenKind::identifier, "class")) ||
-          !is(i + 1, TokenKind::identifier, name)) {
+          t_[i + 1].kind != TokenKind::identifier) {
         continue;
       }
-      std::size_t k = i + 2;
-      while (k < t_.size() && !is_punct(k, "{") && !is_punct(k, ";")) ++k;
-      if (!is_punct(k, "{")) continue;  // a declaration
-      int depth = 0;
-      for (std::size_t end = k; end < t_.size(); ++end) {
-        if (is_punct(end, "{")) ++depth;
-        if (is_punct(end, "}") && --depth == 0) return {k, end};
-      }
-      fail(t_[k].line, "the body of " + name + " never closes");
+      const std::size_t k = next[i + 2];
+      if (k != npos && is_punct(k, "{")) bodies_.emplace(t_[i + 1].text, k);  // keeps the first
     }
-    fail(used_at, "TRACETORCH_COMMON_MODEL_TESTS(" + name + "): no struct " + name + " { ... } in this file");
+  }
+
+  /// The body of `struct Name {...}` / `class Name {...}`: [open brace, close brace].
+  std::pair<std::size_t, std::size_t> find_body(const std::string& name, int used_at) const {
+    const auto found = bodies_.find(name);
+    if (found == bodies_.end()) {
+      fail(used_at, "TRACETORCH_COMMON_MODEL_TESTS(" + name + "): no struct " + name + " { ... } in this file");
+    }
+    const std::size_t k = found->second;
+    if (closing_[k] == npos) fail(t_[k].line, "the body of " + name + " never closes");
+    return {k, closing_[k]};
   }
 
   /// One or more adjacent string literals from `i`, concatenated; `i` moves past them.
@@ -328,11 +372,13 @@ class TesterParser {
     const auto [open, close] = find_body(name, used_at);
     ModelTests model;
     bool have_name = false;
-    int depth = 0;
-    for (std::size_t i = open; i < close; ++i) {
-      if (is_punct(i, "{")) ++depth;
-      if (is_punct(i, "}")) --depth;
-      if (depth != 1 || t_[i].kind != TokenKind::identifier) continue;
+    for (std::size_t i = open + 1; i < close; ++i) {
+      ++work_steps;
+      if (is_punct(i, "{")) {
+        i = closing_[i];  // a nested body or initializer: not this struct's own members
+        continue;
+      }
+      if (t_[i].kind != TokenKind::identifier) continue;
       if (t_[i].text == "model_name" && (is_punct(i + 1, "=") || is_punct(i + 1, "{"))) {
         const bool braced = is_punct(i + 1, "{");
         std::size_t k = i + 2;
@@ -386,14 +432,19 @@ class TesterParser {
 
   std::vector<Token> t_;
   std::string where_;
+  std::vector<std::size_t> closing_;               // for each '{': its '}', else npos
+  std::map<std::string, std::size_t> bodies_;      // struct name -> its body's '{'
+  std::map<std::string, ModelTests> testers_;      // read once each
 };
 
+/// A test file's text: the shared check (a FIFO, socket or device is refused, not opened for
+/// reading; at most kMaxSourceBytes), worded as this tool's other errors.
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ScanError(path.string() + ": cannot read the file");
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw ScanError(path.string() + ": cannot read the file");
-  return text;
+  try {
+    return tracetorch::detail::read_regular_file(path, tracetorch::detail::kMaxSourceBytes, "a test file");
+  } catch (const tracetorch::detail::FileRefused& e) {
+    throw ScanError(path.string() + ": " + e.cause());
+  }
 }
 
 /// The model test files under `dir`, sorted by path.
@@ -403,7 +454,9 @@ std::vector<fs::path> model_test_files(const fs::path& dir) {
   std::vector<fs::path> files;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.starts_with("test_modeling_") && name.ends_with(".cpp") && !it->is_directory()) files.push_back(it->path());
+    // Directories are walked, not read; anything else so named is read_file's to accept or refuse.
+    std::error_code type_ec;  // a dangling link is not a directory: read_file says what it is
+    if (name.starts_with("test_modeling_") && name.ends_with(".cpp") && !it->is_directory(type_ec)) files.push_back(it->path());
   }
   if (ec) throw ScanError(dir.string() + ": cannot list the directory: " + ec.message());
   std::sort(files.begin(), files.end());
@@ -491,6 +544,7 @@ struct Options {
   fs::path tests_dir = "tests/models";
   fs::path output_dir = ".";
   std::string test_method_name;
+  bool print_work_steps = false;  // for the tests: the scan's work count, on stderr
 };
 
 Options parse_command_line(int argc, char** argv) {
@@ -513,6 +567,8 @@ Options parse_command_line(int argc, char** argv) {
       options.tests_dir = take();
     } else if (arg == "--output_dir" || arg == "--output-dir") {
       options.output_dir = take();
+    } else if (arg == "--print-work-steps") {
+      options.print_work_steps = true;
     } else if (arg == "--test_method_name" || arg == "--test-method-name") {
       options.test_method_name = take();
       if (!tracetorch::testing::is_common_test(options.test_method_name)) {
@@ -606,7 +662,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return scan(options);
+    const int status = scan(options);
+    if (options.print_work_steps) std::fprintf(stderr, "work steps: %llu\n", static_cast<unsigned long long>(work_steps));
+    return status;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::cerr << "tracetorch-scan-skipped: " << e.what() << "\n";

@@ -2,10 +2,12 @@
 #include "llama.hpp"
 
 #include <boost/json.hpp>
+#include <tracetorch/detail/read_file.hpp>
 #include <tracetorch/safetensors.hpp>
 
 #include <fstream>
 #include <iterator>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -14,9 +16,8 @@ namespace llama {
 namespace {
 
 std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw tracetorch::Error("llama: cannot read config " + path.string() + ": no such file or not readable");
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // The shared check: a FIFO or device is refused, not read; a directory is named as such.
+  return tracetorch::detail::read_regular_file(path, tracetorch::detail::kMaxConfigBytes, "a config.json");
 }
 
 }  // namespace
@@ -34,8 +35,9 @@ LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
     if (value == nullptr) return;
     if (value->is_int64()) {
       field = value->get_int64();
-    } else if (value->is_uint64()) {
-      field = static_cast<std::int64_t>(value->get_uint64());
+    } else if (value->is_uint64()) {  // only above int64's range: a cast would make it negative
+      throw tracetorch::Error("llama: " + path.string() + ": \"" + key + "\" is " + std::to_string(value->get_uint64()) +
+                              ", too large");
     } else {
       throw tracetorch::Error("llama: " + path.string() + ": \"" + key + "\" must be an integer");
     }
@@ -74,10 +76,21 @@ LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
 
 void LlamaConfig::validate(const std::string& where) const {
   const auto fail = [&](const std::string& why) { throw tracetorch::Error("llama: " + where + ": " + why); };
-  if (vocab_size <= 0 || hidden_size <= 0 || intermediate_size <= 0 || num_hidden_layers < 0 ||
-      num_attention_heads <= 0 || num_key_value_heads <= 0) {
-    fail("sizes must be positive");
+  // Each size named, so that the one line says which key to fix.
+  const std::pair<const char*, std::int64_t> sizes[] = {
+      {"vocab_size", vocab_size},
+      {"hidden_size", hidden_size},
+      {"intermediate_size", intermediate_size},
+      {"num_attention_heads", num_attention_heads},
+      {"num_key_value_heads", num_key_value_heads},
+      {"max_position_embeddings", max_position_embeddings},
+  };
+  for (const auto& [key, value] : sizes) {
+    if (value <= 0) fail(std::string(key) + " is " + std::to_string(value) + ": sizes must be positive");
   }
+  if (num_hidden_layers < 0) fail("num_hidden_layers is " + std::to_string(num_hidden_layers) + ": it must be >= 0");
+  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) fail("rms_norm_eps must be a finite number > 0");
+  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) fail("rope_theta must be a finite number > 0");
   if (hidden_size % num_attention_heads != 0) fail("hidden_size is not a multiple of num_attention_heads");
   if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
   if ((hidden_size / num_attention_heads) % 2 != 0) fail("the head dimension must be even for rotary embeddings");

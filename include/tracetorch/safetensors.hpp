@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "tracetorch/detail/atomic_file.hpp"
+#include "tracetorch/detail/read_file.hpp"
 #include "tracetorch/error.hpp"
 
 namespace tracetorch::safetensors {
@@ -419,16 +420,15 @@ struct FileCloser {
 };
 using UniqueFile = std::unique_ptr<std::FILE, FileCloser>;
 
-/// Opens `path` for reading and returns it with its size; it must be a regular file.
+/// Opens `path` for reading and returns it with its size: a regular file (read_file.hpp's
+/// check, so a FIFO or device is refused before it is opened). No size limit here: the header
+/// is at most kSafetensorsMaxHeader bytes and each tensor is read as the checked header says.
 inline std::pair<UniqueFile, std::uint64_t> open_for_reading(const std::filesystem::path& path) {
-  UniqueFile file(std::fopen(path.c_str(), "rb"));
-  if (!file) throw Error("tracetorch: " + path.string() + ": cannot open: " + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(::fileno(file.get()), &info) != 0) {
-    throw Error("tracetorch: " + path.string() + ": cannot stat: " + std::strerror(errno));
-  }
-  if (!S_ISREG(info.st_mode)) throw Error("tracetorch: " + path.string() + ": not a regular file");
-  return {std::move(file), static_cast<std::uint64_t>(info.st_size)};
+  ReadableFile file = open_regular_file(path, std::numeric_limits<std::uint64_t>::max(), "a safetensors file");
+  UniqueFile stream(::fdopen(file.fd(), "rb"));
+  if (!stream) throw Error("tracetorch: " + path.string() + ": cannot open: " + std::strerror(errno));
+  file.release();  // the stream owns it now
+  return {std::move(stream), file.size()};
 }
 
 /// Reads exactly `size` bytes at `offset`; a short read means the file changed under us.

@@ -57,6 +57,7 @@
 #include "tracetorch/capture.hpp"
 #include "tracetorch/debugger.hpp"
 #include "tracetorch/detail/attachments.hpp"
+#include "tracetorch/detail/read_file.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/nn/state_dict.hpp"
@@ -270,10 +271,9 @@ inline void collect_module_paths(const boost::json::value& node, std::set<std::s
   }
 }
 
+/// A trace JSON file, through the shared check (detail/read_file.hpp) like every reader.
 inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("tracetorch::testing: cannot read " + path.string());
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return tracetorch::detail::read_regular_file(path, tracetorch::detail::kMaxTraceJsonBytes, "a trace JSON file");
 }
 
 // ---------------------------------------------------------------------------------------------

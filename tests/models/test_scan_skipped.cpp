@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <sys/stat.h>
 #include <sstream>
 #include <set>
 #include <string>
@@ -249,7 +250,7 @@ DOCTEST_TEST_CASE("scan: bad input and bad command lines exit 2 with a message o
   // permissions would not stop a read).
   TempDir tests;
   std::filesystem::create_symlink(tests.path() / "gone.cpp", tests.path() / "test_modeling_gone.cpp");
-  check_fails("--tests-dir " + quoted(tests.path()), "test_modeling_gone.cpp: cannot read the file");
+  check_fails("--tests-dir " + quoted(tests.path()), "test_modeling_gone.cpp: cannot open: No such file or directory");
 
   // Unterminated literals and malformed lists name the line.
   std::ofstream(tests.path() / "gone.cpp") << "struct T {\n  static constexpr const char* model_name = \"T\";\n"
@@ -260,6 +261,75 @@ DOCTEST_TEST_CASE("scan: bad input and bad command lines exit 2 with a message o
   check_fails("--tests-dir " + quoted(tests.path()), "test_modeling_gone.cpp:2: unterminated string literal");
   std::ofstream(tests.path() / "gone.cpp") << "TRACETORCH_COMMON_MODEL_TESTS(Missing);\n";
   check_fails("--tests-dir " + quoted(tests.path()), "no struct Missing { ... } in this file");
+}
+
+/// Runs the scanner on `tests` with a bounded wait: `timeout` ends a scanner that hangs (exit 124).
+tracetorch_test::RunResult scan_bounded(const TempDir& tests, const std::string& extra = "") {
+  TempDir out;
+  return run_program("timeout 60 " + kScanner, "--tests-dir " + quoted(tests.path()) + " --output_dir " + quoted(out.path()) + extra);
+}
+
+DOCTEST_TEST_CASE("tracetorch-scan-skipped: a FIFO named like a test file is refused at once, in one line") {
+  TempDir tests;
+  const auto fifo = tests.path() / "test_modeling_fifo.cpp";
+  DOCTEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto result = scan_bounded(tests);
+  DOCTEST_CHECK_MESSAGE(result.exit_code == 2, result.output);
+  DOCTEST_CHECK_MESSAGE(result.output.find("tracetorch-scan-skipped: " + fifo.string() +
+                                           ": is a FIFO (named pipe), not a regular file: refused") != std::string::npos,
+                        result.output);
+}
+
+DOCTEST_TEST_CASE("tracetorch-scan-skipped: a character literal never reads past the end of its line (ASan build)") {
+  TempDir tests;
+  const auto file = tests.path() / "test_modeling_lines.cpp";
+  // A backslash at the end of line 2: the literal ends there, unterminated. The scanner skipped the
+  // newline, read on into line 3, took `'` there as the closing quote and said nothing.
+  std::ofstream(file) << "// a comment long enough for the text to live on the heap\nchar c = '\\\n';\n";
+  auto result = scan_bounded(tests);
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK_MESSAGE(result.output.find("test_modeling_lines.cpp:2: unterminated character literal") != std::string::npos,
+                        result.output);
+  // The backslash as the file's last byte: the scanner stepped one past the end of the text.
+  std::ofstream(file) << "// a comment long enough for the text to live on the heap\nchar c = '\\";
+  result = scan_bounded(tests);
+  DOCTEST_CHECK_MESSAGE(result.output.find("test_modeling_lines.cpp:2: unterminated character literal") != std::string::npos,
+                        result.output);
+  // A file that begins with a number: the number's lexer read the byte before the text (under
+  // ASan, a heap-buffer-overflow that ends the scanner).
+  std::ofstream(file) << "0x10;  // a comment long enough for the text to live on the heap\n"
+                         "struct T { static constexpr const char* model_name = \"Lines\"; };\n"
+                         "TRACETORCH_COMMON_MODEL_TESTS(T);\n";
+  result = scan_bounded(tests);
+  DOCTEST_CHECK_MESSAGE(result.exit_code == 0, result.output);
+  DOCTEST_CHECK(result.output.find("test_modeling_lines.cpp: Lines (skips 0)") != std::string::npos);
+}
+
+/// The scanner's work count (--print-work-steps) on a file of `testers` testers, each named by an
+/// instantiation before its definition (the order that made each search run over the file).
+std::uint64_t work_steps_for(int testers) {
+  TempDir tests;
+  std::string text;
+  for (int i = 0; i < testers; ++i) text += "TRACETORCH_COMMON_MODEL_TESTS(T" + std::to_string(i) + ");\n";
+  for (int i = 0; i < testers; ++i) {
+    text += "struct T" + std::to_string(i) + " {\n  static constexpr const char* model_name = \"M" + std::to_string(i) +
+            "\";\n  struct Inner { int x[2] = {1, 2}; };\n};\n";
+  }
+  std::ofstream(tests.path() / "test_modeling_many.cpp") << text;
+  const auto result = scan_bounded(tests, " --print-work-steps");
+  DOCTEST_REQUIRE_MESSAGE(result.exit_code == 0, result.output);
+  const auto at = result.output.find("work steps: ");
+  DOCTEST_REQUIRE(at != std::string::npos);
+  return std::stoull(result.output.substr(at + 12));
+}
+
+DOCTEST_TEST_CASE("tracetorch-scan-skipped: its work is linear in the input (no timing: a count of steps)") {
+  // Twice the testers, twice the text: linear work doubles (quadratic would quadruple). The
+  // count is of characters lexed and tokens visited, so the bound is exact, not a timing.
+  const auto one = work_steps_for(2000), two = work_steps_for(4000);
+  DOCTEST_INFO("steps: " << one << " and " << two);
+  DOCTEST_CHECK(two <= 2.1 * static_cast<double>(one));
+  DOCTEST_CHECK(two >= 1.9 * static_cast<double>(one));
 }
 
 #endif  // TRACETORCH_SCAN_SKIPPED

@@ -20,6 +20,7 @@
 #include <system_error>
 #include <vector>
 
+#include "tracetorch/detail/read_file.hpp"
 #include "tracetorch/error.hpp"
 
 namespace tracetorch::detail {
@@ -65,6 +66,13 @@ struct Trace {
 /// dozen levels deep).
 inline constexpr std::size_t kTraceMaxDepth = 256;
 
+/// Each value keeps its full location ("inputs.kwargs.mask.0"), so keys nested deep above many
+/// values would repeat: a 1.2 MB file of 200 nested 4 KB keys over 100,000 values asks for
+/// 80 GB. The locations of a file of N bytes may take at most this many bytes per input byte
+/// (plus kTraceLocationSlack); a real trace's take less than one (docs/reliability.md).
+inline constexpr std::size_t kTraceLocationBytesPerInputByte = 8;
+inline constexpr std::size_t kTraceLocationSlack = std::size_t(1) << 20;
+
 class TraceParser {
  public:
   explicit TraceParser(std::string_view file) : file_(file) {}
@@ -78,10 +86,14 @@ class TraceParser {
     boost::json::monotonic_resource resource;
     const boost::json::value root = boost::json::parse(boost::json::string_view(text.data(), text.size()), ec, &resource, options);
     if (ec) fail("not valid JSON: " + ec.message());
+    location_budget_ = kTraceLocationSlack + kTraceLocationBytesPerInputByte * text.size();
     Trace trace;
     node(root, "the top level", 0, trace);
     return trace;
   }
+
+  /// The bytes all locations took (bounded by the budget above): what the tests measure.
+  std::size_t location_bytes() const { return location_bytes_; }
 
  private:
   void node(const boost::json::value& value, const std::string& where, std::size_t depth, Trace& trace) {
@@ -93,11 +105,14 @@ class TraceParser {
     trace.calls.emplace_back();
     trace.calls[index].module_path = std::string(path->get_string());
     trace.calls[index].depth = depth;
-    const std::string call = "module " + trace.calls[index].module_path;
+    // Cut short for messages: a copy goes into each child's and value's message context, and
+    // a long path copied whole per value would cost time quadratic in the file's size.
+    const std::string call = "module " + cut_short(trace.calls[index].module_path);
     if (const auto* inputs = object->if_contains("inputs")) {
       trace.calls[index].input_keys = input_keys(*inputs);
       std::vector<TraceSlot> slots;
-      values(*inputs, "inputs", call, 0, slots, trace);
+      location_ = "inputs";
+      values(*inputs, call, 0, slots, trace);
       trace.calls[index].inputs = std::move(slots);
     }
     if (const auto* children = object->if_contains("children")) {
@@ -109,7 +124,8 @@ class TraceParser {
     }
     if (const auto* outputs = object->if_contains("outputs")) {
       std::vector<TraceSlot> slots;
-      values(*outputs, "outputs", call, 0, slots, trace);
+      location_ = "outputs";
+      values(*outputs, call, 0, slots, trace);
       trace.calls[index].outputs = std::move(slots);
     }
     trace.calls[index].exit_order = next_order_++;
@@ -129,32 +145,55 @@ class TraceParser {
     return keys;
   }
 
-  void values(const boost::json::value& value, const std::string& location, const std::string& call, std::size_t depth,
-              std::vector<TraceSlot>& out, Trace& trace) {
-    if (depth > kTraceMaxDepth) fail(call + " " + location + ": nested too deeply");
+  // The location is built in one buffer, a key appended on the way down and cut on the way
+  // back, so the walk itself holds one location at a time whatever the nesting.
+  void values(const boost::json::value& value, const std::string& call, std::size_t depth, std::vector<TraceSlot>& out,
+              Trace& trace) {
+    if (depth > kTraceMaxDepth) fail(call + " " + short_location() + ": nested too deeply");
+    const auto nested = [&](std::string_view key, const boost::json::value& item) {
+      const std::size_t length = location_.size();
+      location_ += '.';
+      location_ += key;
+      values(item, call, depth + 1, out, trace);
+      location_.resize(length);
+    };
     if (const auto* object = value.if_object()) {
       if (object->contains("shape") && object->contains("dtype")) {
-        out.push_back(tensor(*object, location, call, trace));
+        out.push_back(tensor(*object, call, trace));
         return;
       }
-      for (const auto& [key, item] : *object) values(item, location + "." + std::string(key), call, depth + 1, out, trace);
+      for (const auto& [key, item] : *object) nested(std::string_view(key.data(), key.size()), item);
     } else if (const auto* array = value.if_array()) {
-      for (std::size_t i = 0; i < array->size(); ++i) {
-        values((*array)[i], location + "." + std::to_string(i), call, depth + 1, out, trace);
-      }
+      for (std::size_t i = 0; i < array->size(); ++i) nested(std::to_string(i), (*array)[i]);
     } else {
       TraceSlot slot;
-      slot.location = location;
+      slot.location = take_location(call);
       slot.order = next_order_++;
       slot.text = boost::json::serialize(value);
       out.push_back(std::move(slot));
     }
   }
 
-  TraceSlot tensor(const boost::json::object& object, const std::string& location, const std::string& call, Trace& trace) {
-    const std::string where = call + " " + location;
+  /// A copy of the current location for a slot, counted against the budget first.
+  std::string take_location(const std::string& call) {
+    location_bytes_ += location_.size();
+    if (location_bytes_ > location_budget_) {
+      fail(call + ": the values' locations take more than " + std::to_string(location_budget_) +
+           " bytes, more than this file's size allows (keys nested deep above many values)");
+    }
+    return location_;
+  }
+
+  /// Text for a message, cut short: keys and paths can be megabytes long.
+  static std::string cut_short(std::string_view text) {
+    return text.size() <= 120 ? std::string(text) : std::string(text.substr(0, 120)) + "...";
+  }
+  std::string short_location() const { return cut_short(location_); }
+
+  TraceSlot tensor(const boost::json::object& object, const std::string& call, Trace& trace) {
+    const std::string where = call + " " + short_location();
     TraceSlot slot;
-    slot.location = location;
+    slot.location = take_location(call);
     slot.order = next_order_++;
     slot.is_tensor = true;
     const auto* shape = object.at("shape").if_string();
@@ -207,6 +246,8 @@ class TraceParser {
 
   std::string_view file_;
   std::size_t next_order_ = 0;
+  std::string location_;
+  std::size_t location_bytes_ = 0, location_budget_ = 0;
 
  public:
   /// "torch.Size([2, 7, 64])" -> {2, 7, 64}; "torch.Size([])" -> {}.
@@ -313,15 +354,23 @@ inline bool parse_printed_numbers(const std::vector<std::string>& lines, std::ve
   return true;
 }
 
-/// Reads and parses the trace JSON at `json_file` (already resolved).
+/// Reads and parses the trace JSON at `json_file` (already resolved): a regular file of at most
+/// kMaxTraceJsonBytes. A tensor file it names may be a symbolic link only to a file in the
+/// same directory (refused before anything is read).
 inline Trace parse_trace_file(const std::filesystem::path& json_file) {
-  std::ifstream in(json_file, std::ios::binary);
-  if (!in) throw Error("tracetorch: " + json_file.string() + ": cannot open: " + std::strerror(errno));
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw Error("tracetorch: " + json_file.string() + ": cannot read");
+  const std::string text = read_regular_file(json_file, kMaxTraceJsonBytes, "a trace JSON file");
   Trace trace = TraceParser(json_file.string()).parse(text);
   trace.json_file = json_file;
   trace.dir = json_file.parent_path();
+  for (const auto& call : trace.calls) {
+    for (const auto* slots : {&call.inputs, &call.outputs}) {
+      for (const auto& slot : *slots) {
+        if (slot.file.empty()) continue;
+        const std::string_view name = std::string_view(slot.file).starts_with("./") ? std::string_view(slot.file).substr(2) : slot.file;
+        refuse_link_out_of(trace.dir.empty() ? "." : trace.dir, trace.dir / name);
+      }
+    }
+  }
   return trace;
 }
 
@@ -342,6 +391,7 @@ inline std::filesystem::path resolve_trace_path(const std::filesystem::path& pat
     throw Error("tracetorch: " + path.string() + ": several *" + std::string(suffix) + " (" + found[0].filename().string() +
                 ", " + found[1].filename().string() + "): name the file");
   }
+  refuse_link_out_of(path, found[0]);
   return found[0];
 }
 
