@@ -73,7 +73,10 @@ void write_text(const fs::path& path, const std::string& text) { std::ofstream(p
 void write_index(const fs::path& path, const std::map<std::string, std::string>& weight_map) {
   boost::json::object map;
   for (const auto& [tensor, file] : weight_map) map[tensor] = file;
-  write_text(path, boost::json::serialize(boost::json::object{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}));
+  boost::json::object root;
+  root["metadata"] = boost::json::object{{"total_size", 0}};
+  root["weight_map"] = std::move(map);
+  write_text(path, boost::json::serialize(root));
 }
 
 /// The message of the tracetorch::Error `f` throws; "" (and a failed check) if it throws none.

@@ -3274,14 +3274,14 @@ namespace tracetorch::detail {
 }
 
 /// An absolute, normalised folder path without a trailing separator.
-inline std::filesystem::path normal_folder(const std::filesystem::path& folder) {
+inline std::filesystem::path checkpoint_folder(const std::filesystem::path& folder) {
   auto out = std::filesystem::absolute(folder).lexically_normal();
   if (!out.has_filename() && out.has_relative_path()) out = out.parent_path();
   return out;
 }
 
-/// True if `path` (absolute, normalised) lies below `folder` (normal_folder's form).
-inline bool lies_inside(const std::filesystem::path& folder, const std::filesystem::path& path) {
+/// True if `path` (absolute, normalised) lies below `folder` (checkpoint_folder's form).
+inline bool checkpoint_lies_inside(const std::filesystem::path& folder, const std::filesystem::path& path) {
   const auto relative = path.lexically_relative(folder);
   return !relative.empty() && relative != "." && *relative.begin() != "..";
 }
@@ -3301,14 +3301,14 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
   if (value.empty()) checkpoint_failed(index, where + " is an empty file name");
   if (relative.has_root_path()) checkpoint_failed(index, where + " is an absolute path; shards lie in the index's folder");
   const auto path = (folder / relative).lexically_normal();
-  if (!lies_inside(folder, path)) checkpoint_failed(index, where + " lies outside the checkpoint folder " + folder.string());
+  if (!checkpoint_lies_inside(folder, path)) checkpoint_failed(index, where + " lies outside the checkpoint folder " + folder.string());
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) checkpoint_failed(index, where + " is missing (no file " + path.string() + ")");
   const auto real = std::filesystem::canonical(path, ec);
   std::error_code folder_ec;
   const auto real_folder = std::filesystem::canonical(folder, folder_ec);
   if (ec || folder_ec) checkpoint_failed(index, where + ": cannot resolve " + path.string() + ": " + (ec ? ec : folder_ec).message());
-  if (!lies_inside(real_folder, real)) {
+  if (!checkpoint_lies_inside(real_folder, real)) {
     checkpoint_failed(index, where + " resolves to " + real.string() + ", outside the checkpoint folder " +
                                  real_folder.string() + " (a symbolic link)");
   }
@@ -3338,7 +3338,7 @@ inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index) 
     checkpoint_failed(index, "\"weight_map\" is " + json_for_message(*map_value) + ", not an object of file names");
   }
 
-  const auto folder = normal_folder(index.has_parent_path() ? index.parent_path() : std::filesystem::path("."));
+  const auto folder = checkpoint_folder(index.has_parent_path() ? index.parent_path() : std::filesystem::path("."));
   OpenCheckpoint out{.source = index};
   std::map<std::filesystem::path, std::set<std::string>> wanted;  // shard -> the tensors the index puts there
   std::map<std::string, std::filesystem::path> shard_of;
@@ -3392,7 +3392,7 @@ inline OpenCheckpoint open_checkpoint(const std::filesystem::path& path) {
 }
 
 /// `missing tensor "a"; missing tensor "b"`, at most 20 names, then how many more.
-inline void list_names(std::string& out, const std::vector<std::string>& names, const std::string& what) {
+inline void append_checkpoint_names(std::string& out, const std::vector<std::string>& names, const std::string& what) {
   constexpr std::size_t kMax = 20;
   for (std::size_t i = 0; i < names.size() && i < kMax; ++i) {
     out += (out.empty() ? "" : "; ") + what + " " + quoted_for_message(names[i]);
@@ -3460,8 +3460,8 @@ inline checkpoint::Report load_checkpoint(torch::nn::Module& module, const OpenC
 
   if (options.strict && (!report.missing_keys.empty() || !report.unexpected_keys.empty())) {
     std::string why;
-    list_names(why, report.missing_keys, "missing tensor");
-    list_names(why, report.unexpected_keys, "unexpected tensor");
+    append_checkpoint_names(why, report.missing_keys, "missing tensor");
+    append_checkpoint_names(why, report.unexpected_keys, "unexpected tensor");
     if (!report.unexpected_keys.empty()) why += " (the module has no such parameter or persistent buffer)";
     checkpoint_failed(checkpoint.source, why);
   }
