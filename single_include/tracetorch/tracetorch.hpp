@@ -2146,7 +2146,9 @@ OutputTuple to_tuple(const Out& out, const Model&) {
 ///   (a name ending in `.json`).
 /// - An index is transformers' `{"metadata": {...}, "weight_map": {"tensor": "shard file"}}`. Each
 ///   shard must be a relative path that stays in the index's folder, also after symbolic links are
-///   followed; each shard must hold exactly the tensors the index puts in it.
+///   followed (unless Options::shard_links_may_leave_folder, for Hugging Face's cache); each shard
+///   must hold exactly the tensors the index puts in it. Only the index's entries are checked so:
+///   a `model.safetensors` or index given (or found in the folder) may itself be a link.
 /// - The targets are `tracetorch::nn::state_dict(module)`: parameters and persistent buffers, so a
 ///   non-persistent buffer (`{.persistent = false}`) is neither expected nor accepted.
 /// - DtypePolicy::keep (the default) refuses a tensor whose dtype differs from its target's: build
@@ -3246,6 +3248,11 @@ struct Options {
   /// PyTorch's `strict`: missing or unexpected names are an error (false: listed in the Report).
   bool strict = true;
   std::vector<Tie> tied;
+  /// False (the default): a shard that is, or lies under, a symbolic link leading out of the
+  /// index's folder is refused. True accepts such links (Hugging Face's cache: the files of
+  /// `snapshots/<revision>/` are links to `../../blobs/`); names with `..` or an absolute path
+  /// stay refused.
+  bool shard_links_may_leave_folder = false;
 };
 
 /// One tensor converted under DtypePolicy::convert.
@@ -3295,7 +3302,8 @@ struct OpenCheckpoint {
 
 /// The shard file `value` of the index entry for `tensor`, refused unless it lies in `folder`.
 inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index, const std::filesystem::path& folder,
-                                              const std::string& tensor, const std::string& value) {
+                                              const std::string& tensor, const std::string& value,
+                                              const checkpoint::Options& options) {
   const std::string where = "tensor " + quoted_for_message(tensor) + ": shard " + quoted_for_message(value);
   const std::filesystem::path relative(value);
   if (value.empty()) checkpoint_failed(index, where + " is an empty file name");
@@ -3304,6 +3312,7 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
   if (!checkpoint_lies_inside(folder, path)) checkpoint_failed(index, where + " lies outside the checkpoint folder " + folder.string());
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) checkpoint_failed(index, where + " is missing (no file " + path.string() + ")");
+  if (options.shard_links_may_leave_folder) return path;
   const auto real = std::filesystem::canonical(path, ec);
   std::error_code folder_ec;
   const auto real_folder = std::filesystem::canonical(folder, folder_ec);
@@ -3317,7 +3326,7 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
 
 /// Reads and validates `model.safetensors.index.json`, opens each shard, and checks that each
 /// shard holds exactly the tensors the index puts in it.
-inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index) {
+inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index, const checkpoint::Options& options) {
   auto [file, size] = open_for_reading(index);
   if (size > kSafetensorsMaxHeader) {
     checkpoint_failed(index, "index is " + std::to_string(size) + " bytes, over the limit of " +
@@ -3349,7 +3358,7 @@ inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index) 
       checkpoint_failed(index, "tensor " + quoted_for_message(tensor) + ": shard is " + json_for_message(value) +
                                    ", not a file name");
     }
-    const auto shard = checkpoint_shard(index, folder, tensor, std::string(*name));
+    const auto shard = checkpoint_shard(index, folder, tensor, std::string(*name), options);
     wanted[shard].insert(tensor);
     shard_of.emplace(tensor, shard);
   }
@@ -3375,16 +3384,16 @@ inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index) 
   return out;
 }
 
-inline OpenCheckpoint open_checkpoint(const std::filesystem::path& path) {
+inline OpenCheckpoint open_checkpoint(const std::filesystem::path& path, const checkpoint::Options& options) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    if (std::filesystem::exists(path / "model.safetensors", ec)) return open_checkpoint(path / "model.safetensors");
+    if (std::filesystem::exists(path / "model.safetensors", ec)) return open_checkpoint(path / "model.safetensors", options);
     if (std::filesystem::exists(path / "model.safetensors.index.json", ec)) {
-      return open_checkpoint_index(path / "model.safetensors.index.json");
+      return open_checkpoint_index(path / "model.safetensors.index.json", options);
     }
     checkpoint_failed(path, "the folder has neither model.safetensors nor model.safetensors.index.json");
   }
-  if (path.extension() == ".json") return open_checkpoint_index(path);
+  if (path.extension() == ".json") return open_checkpoint_index(path, options);
   OpenCheckpoint out{.source = path};
   out.readers.emplace_back(path);
   for (const auto& info : out.readers.back().header().tensors) out.reader_of.emplace(info.name, 0);
@@ -3488,7 +3497,7 @@ namespace tracetorch::checkpoint {
 /// `module` by name, as the file comment says; throws tracetorch::Error and changes nothing on any
 /// refusal.
 inline Report load(torch::nn::Module& module, const std::filesystem::path& path, const Options& options = {}) {
-  return detail::load_checkpoint(module, detail::open_checkpoint(path), options);
+  return detail::load_checkpoint(module, detail::open_checkpoint(path, options), options);
 }
 
 }  // namespace tracetorch::checkpoint
