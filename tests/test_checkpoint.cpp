@@ -263,6 +263,8 @@ DOCTEST_TEST_CASE("checkpoint: each refusal names the file and the tensor and le
   fs::create_directory_symlink(root.path(), dir / "up");
   with_shard("up/outside.safetensors");
   refused("shard \"up/outside.safetensors\" resolves to");
+  with_shard(std::string("a.safetensors\0/../b.safetensors", 31));
+  refused("shard \"a.safetensors\\x00/../b.safetensors\" holds a NUL byte");
   with_shard("model-00003-of-00003.safetensors");
   refused(": tensor \"embed.weight\": shard \"model-00003-of-00003.safetensors\" is missing");
 

@@ -3307,6 +3307,8 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
   const std::string where = "tensor " + quoted_for_message(tensor) + ": shard " + quoted_for_message(value);
   const std::filesystem::path relative(value);
   if (value.empty()) checkpoint_failed(index, where + " is an empty file name");
+  // The system calls would stop at a NUL byte and open another file than the one checked.
+  if (value.find('\0') != std::string::npos) checkpoint_failed(index, where + " holds a NUL byte");
   if (relative.has_root_path()) checkpoint_failed(index, where + " is an absolute path; shards lie in the index's folder");
   const auto path = (folder / relative).lexically_normal();
   if (!checkpoint_lies_inside(folder, path)) checkpoint_failed(index, where + " lies outside the checkpoint folder " + folder.string());
