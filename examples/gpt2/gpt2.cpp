@@ -2,7 +2,7 @@
 #include "gpt2.hpp"
 
 #include <boost/json.hpp>
-#include <tracetorch/safetensors.hpp>
+#include <tracetorch/checkpoint.hpp>
 
 #include <cmath>
 #include <fstream>
@@ -261,7 +261,7 @@ BaseModelOutputWithPastAndCrossAttentions GPT2ModelImpl::forward(const GPT2Model
 }
 
 void load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights) {
-  tracetorch::nn::load_state_dict(model, tracetorch::safetensors::load(weights), "gpt2: " + weights.string());
+  tracetorch::checkpoint::load(model, weights);
 }
 
 }  // namespace gpt2

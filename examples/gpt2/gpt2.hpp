@@ -157,8 +157,9 @@ struct GPT2ModelImpl : torch::nn::Module {
 };
 TRACEABLE(GPT2Model);
 
-/// Loads a transformers GPT2Model state dict (safetensors) strictly by name: the attention's
-/// causal-mask buffers are non-persistent, so neither expected nor accepted.
+/// Loads a transformers GPT2Model checkpoint strictly by name (tracetorch::checkpoint::load: a
+/// folder, model.safetensors or a sharded index; dtypes kept): the attention's causal-mask buffers
+/// are non-persistent, so neither expected nor accepted.
 void load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights);
 
 }  // namespace gpt2

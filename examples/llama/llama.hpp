@@ -182,9 +182,10 @@ TRACEABLE(LlamaModel);
 torch::Tensor create_causal_mask(std::int64_t batch, std::int64_t kv_length, const torch::Tensor& cache_position,
                                  const torch::TensorOptions& options);
 
-/// Loads a transformers state dict (safetensors) by name. Every parameter of the model must
-/// be in the file with the same shape and nothing else may be: otherwise a tracetorch::Error
-/// names the tensor and the file.
+/// Loads a transformers checkpoint (a folder, model.safetensors or a sharded index) by name with
+/// tracetorch::checkpoint::load: strict, dtypes kept. Every parameter of the model must be in the
+/// checkpoint with the same shape and dtype and nothing else may be: otherwise a tracetorch::Error
+/// names the tensor and the file, and the model is left unchanged.
 void load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights);
 
 }  // namespace llama

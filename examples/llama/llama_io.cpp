@@ -1,16 +1,13 @@
-// Reading a transformers config.json and safetensors state dict into the Llama port.
+// Reading a transformers config.json, and a checkpoint into the Llama port (tracetorch/checkpoint.hpp).
 #include "llama.hpp"
 
 #include <boost/json.hpp>
+#include <tracetorch/checkpoint.hpp>
 #include <tracetorch/detail/read_file.hpp>
-#include <tracetorch/safetensors.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <iterator>
-#include <cmath>
-#include <map>
-#include <set>
-#include <sstream>
 
 namespace llama {
 namespace {
@@ -97,28 +94,7 @@ void LlamaConfig::validate(const std::string& where) const {
 }
 
 void load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights) {
-  auto tensors = tracetorch::safetensors::load(weights);
-  std::map<std::string, torch::Tensor> targets;
-  for (const auto& [name, tensor] : tracetorch::nn::state_dict(model)) targets.emplace(name, tensor);  // persistent only
-  for (const auto& [name, tensor] : tensors) {
-    const auto target = targets.find(name);
-    if (target == targets.end()) {
-      throw tracetorch::Error("llama: " + weights.string() + ": unexpected tensor \"" + name + "\" (the model has no such parameter)");
-    }
-    if (target->second.sizes() != tensor.sizes()) {
-      std::ostringstream why;
-      why << "llama: " << weights.string() << ": tensor \"" << name << "\" has shape " << tensor.sizes()
-          << " but the model expects " << target->second.sizes();
-      throw tracetorch::Error(why.str());
-    }
-  }
-  for (const auto& [name, target] : targets) {
-    if (tensors.find(name) == tensors.end()) {
-      throw tracetorch::Error("llama: " + weights.string() + ": missing tensor \"" + name + "\"");
-    }
-  }
-  torch::NoGradGuard no_grad;
-  for (auto& [name, target] : targets) target.copy_(tensors.at(name));
+  tracetorch::checkpoint::load(model, weights);
 }
 
 }  // namespace llama

@@ -292,6 +292,32 @@ class UniqueKeyJsonHandler {
   std::string key_;                                    // the key being assembled from parts
 };
 
+/// Why parse_json_unique_keys gave no value: a key seen twice in one object, or a syntax error.
+struct JsonProblem {
+  std::optional<std::string> duplicate_key;
+  std::string error;  ///< Boost.JSON's message, where the text is not JSON
+};
+
+/// `text` as one JSON value, refusing a key seen twice in one object (Boost.JSON would keep the
+/// last); nullopt, with `problem` saying why, otherwise. Shared by the safetensors header and
+/// the checkpoint index (checkpoint.hpp).
+inline std::optional<boost::json::value> parse_json_unique_keys(std::string_view text, JsonProblem& problem) {
+  boost::json::basic_parser<UniqueKeyJsonHandler> parser(boost::json::parse_options{});
+  parser.handler().stack.reset();
+  boost::json::error_code ec;
+  const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
+  if (const auto& key = parser.handler().duplicate_key) {
+    problem.duplicate_key = *key;
+    return std::nullopt;
+  }
+  if (!ec && used < text.size()) ec = boost::json::error::extra_data;
+  if (ec) {
+    problem.error = ec.message();
+    return std::nullopt;
+  }
+  return parser.handler().stack.release();
+}
+
 class SafetensorsHeaderParser {
  public:
   explicit SafetensorsHeaderParser(std::string_view file) : file_(file) {}
@@ -304,14 +330,11 @@ class SafetensorsHeaderParser {
   }
 
   boost::json::value parse_json(std::string_view text) const {
-    boost::json::basic_parser<UniqueKeyJsonHandler> parser(boost::json::parse_options{});
-    parser.handler().stack.reset();
-    boost::json::error_code ec;
-    const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
-    if (const auto& key = parser.handler().duplicate_key) fail("header has duplicate key " + quoted_for_message(*key));
-    if (!ec && used < text.size()) ec = boost::json::error::extra_data;
-    if (ec) fail("header is not valid JSON: " + ec.message());
-    return parser.handler().stack.release();
+    JsonProblem problem;
+    auto value = parse_json_unique_keys(text, problem);
+    if (problem.duplicate_key) fail("header has duplicate key " + quoted_for_message(*problem.duplicate_key));
+    if (!value) fail("header is not valid JSON: " + problem.error);
+    return std::move(*value);
   }
 
   std::uint64_t unsigned_integer(const boost::json::value& v, const std::string& tensor, const char* what) const {

@@ -2129,44 +2129,228 @@ OutputTuple to_tuple(const Out& out, const Model&) {
   }                                                                                                             \
   static_assert(true)
 // ---- end tracetorch/capture.hpp ----
-// ---- begin tracetorch/debugger.hpp ----
+// ---- begin tracetorch/checkpoint.hpp ----
 /// \file
-/// The model addition debugger: the C++ form of transformers' `model_addition_debugger_context`.
+/// Loading a transformers checkpoint into a module by parameter name: PyTorch's strict
+/// `load_state_dict` over `model.safetensors` or a sharded `model.safetensors.index.json`.
 ///
 /// \code
-/// {
-///   auto guard = tracetorch::model_addition_debugger(model, {.debug_path = "dbg", .do_prune_layers = false});
-///   auto out = model->forward(input_ids);  // writes dbg/LlamaModel_debug_tree_{SUMMARY,FULL_TENSORS}.json
-/// }
+/// auto report = tracetorch::checkpoint::load(*model, "path/to/checkpoint");   // folder or file
+/// auto report = tracetorch::checkpoint::load(*model, dir, {.dtype = tracetorch::checkpoint::DtypePolicy::convert,
+///                                                          .tied = {{"lm_head.weight", "model.embed_tokens.weight"}}});
+/// for (const auto& c : report.converted) std::cout << c.name << "\n";
+/// \endcode
+///
+/// - The path is a folder (its `model.safetensors`, else its `model.safetensors.index.json`, the
+///   order transformers' `from_pretrained` looks in), a `.safetensors` file, or an index file
+///   (a name ending in `.json`).
+/// - An index is transformers' `{"metadata": {...}, "weight_map": {"tensor": "shard file"}}`. Each
+///   shard must be a relative path that stays in the index's folder, also after symbolic links are
+///   followed (unless Options::shard_links_may_leave_folder, for Hugging Face's cache); each shard
+///   must hold exactly the tensors the index puts in it. Only the index's entries are checked so:
+///   a `model.safetensors` or index given (or found in the folder) may itself be a link.
+/// - The targets are `tracetorch::nn::state_dict(module)`: parameters and persistent buffers, so a
+///   non-persistent buffer (`{.persistent = false}`) is neither expected nor accepted.
+/// - DtypePolicy::keep (the default) refuses a tensor whose dtype differs from its target's: build
+///   the module in the checkpoint's dtype (`model->to(torch::kBFloat16)`) first. DtypePolicy::convert
+///   converts to the target's dtype and lists every conversion in Report::converted. Never silent.
+/// - Strict (the default): a missing or unexpected name is an error listing them. Non-strict: they
+///   are returned in the Report and the rest is loaded. A shape that differs is an error in both.
+/// - A Tie `{name, source}` (a tied `lm_head.weight` and `embed_tokens.weight`): `name` absent from
+///   the checkpoint is not missing but takes `source`'s checkpoint tensor. Present, it loads as itself.
+/// - Nothing is half-loaded: every file, name, shape and dtype is checked, then every tensor is
+///   read into memory, and only then copied into the module. A refusal throws tracetorch::Error
+///   ("tracetorch: <file>: <cause>", naming the tensor) and leaves the module as it was. The cost
+///   is memory: the checkpoint is held once in full (in its own dtype) besides the module.
+
+#include <torch/torch.h>
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/nn/state_dict.hpp ----
+/// \file
+/// PyTorch's state dict for LibTorch modules, with non-persistent buffers.
+///
+/// PyTorch's `register_buffer(name, tensor, persistent=False)` makes a buffer that moves with the
+/// module (`to()`, `named_buffers()`) but is left out of `state_dict()`, so checkpoints do not hold
+/// it: transformers' rotary `inv_freq`, GPT-2's causal `bias` mask in older versions. LibTorch
+/// has no such flag. A module that needs one derives from `tracetorch::nn::Module` (a
+/// `torch::nn::Module`) and registers the buffer with `{.persistent = false}`; `state_dict()` and
+/// `load_state_dict()` below, and the library's save/load test (testing.hpp), skip it.
+///
+/// \code
+/// struct RotaryImpl : tracetorch::nn::Module {
+///   RotaryImpl() { inv_freq = register_buffer("inv_freq", torch::ones({4}), {.persistent = false}); }
+///   torch::Tensor inv_freq;
+/// };
+/// tracetorch::nn::state_dict(*model);   // parameters and persistent buffers, PyTorch's order
 /// \endcode
 
 #include <torch/torch.h>
 
-#include <fcntl.h>   // AT_FDCWD, AT_EACCESS
-#include <unistd.h>  // faccessat, link, unlink
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace tracetorch::nn {
+
+/// The options of `Module::register_buffer`, PyTorch's keyword arguments.
+struct BufferOptions {
+  /// False: kept out of `state_dict()` (PyTorch's `persistent=False`).
+  bool persistent = true;
+};
+
+/// `torch::nn::Module` with PyTorch's `register_buffer(name, tensor, persistent=...)`. A virtual
+/// base, as in LibTorch's `Cloneable`, so `struct X : torch::nn::Cloneable<X>, tracetorch::nn::Module`
+/// also works.
+class Module : public virtual torch::nn::Module {
+ public:
+  using torch::nn::Module::register_buffer;
+
+  /// Registers a buffer as LibTorch does (a name registered twice is LibTorch's error);
+  /// `{.persistent = false}` keeps it out of `state_dict()`.
+  torch::Tensor& register_buffer(std::string name, torch::Tensor tensor, BufferOptions options) {
+    const std::string key = name;
+    torch::Tensor& registered = torch::nn::Module::register_buffer(std::move(name), std::move(tensor));
+    if (!options.persistent) non_persistent_buffers_.insert(key);
+    return registered;
+  }
+
+  /// False for a buffer registered with `{.persistent = false}`; true for any other name.
+  bool is_persistent_buffer(const std::string& name) const { return non_persistent_buffers_.count(name) == 0; }
+
+ private:
+  std::set<std::string> non_persistent_buffers_;
+};
+
+/// True unless `name` is a buffer of `module` registered with `{.persistent = false}`.
+inline bool is_persistent_buffer(const torch::nn::Module& module, const std::string& name) {
+  const auto* with_flags = dynamic_cast<const Module*>(&module);
+  return with_flags == nullptr || with_flags->is_persistent_buffer(name);
+}
+
+namespace detail {
+
+inline void collect_state_dict(const torch::nn::Module& module, const std::string& prefix,
+                               std::vector<std::pair<std::string, torch::Tensor>>& out) {
+  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
+    if (item.value().defined()) out.emplace_back(prefix + item.key(), item.value());
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/false)) {
+    if (item.value().defined() && is_persistent_buffer(module, item.key())) out.emplace_back(prefix + item.key(), item.value());
+  }
+  for (const auto& child : module.named_children()) collect_state_dict(*child.value(), prefix + child.key() + ".", out);
+}
+
+}  // namespace detail
+
+/// PyTorch's `module.state_dict()`: every defined parameter and persistent buffer by its dotted
+/// name, in PyTorch's order (a module's own parameters, then its own buffers, then each child's,
+/// depth first). The tensors are the module's own, not copies (`detach()` them to save).
+inline std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  detail::collect_state_dict(module, "", out);
+  return out;
+}
+
+/// PyTorch's `module.load_state_dict(tensors, strict=True)`: copies each tensor into the
+/// parameter or persistent buffer of that name. A name the module lacks, one it has that `tensors`
+/// lacks, or a shape that differs is a tracetorch::Error naming the tensor and `source` (a file
+/// name, for the message); nothing is copied then. Non-persistent buffers are neither expected
+/// nor accepted, as in PyTorch.
+inline void load_state_dict(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors,
+                            const std::string& source = "state dict") {
+  const auto targets = state_dict(module);
+  std::set<std::string> expected;
+  for (const auto& [name, target] : targets) {
+    expected.insert(name);
+    const auto found = tensors.find(name);
+    if (found == tensors.end()) throw Error(source + ": missing tensor \"" + name + "\"");
+    if (found->second.sizes() != target.sizes()) {
+      std::ostringstream why;
+      why << source << ": tensor \"" << name << "\" has shape " << found->second.sizes() << " but the model expects "
+          << target.sizes();
+      throw Error(why.str());
+    }
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (expected.count(name) == 0) {
+      throw Error(source + ": unexpected tensor \"" + name + "\" (the model has no such parameter or persistent buffer)");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, target] : targets) {
+    torch::Tensor destination = target;
+    destination.copy_(tensors.at(name));
+  }
+}
+
+}  // namespace tracetorch::nn
+// ---- end tracetorch/nn/state_dict.hpp ----
+// ---- begin tracetorch/safetensors.hpp ----
+/// \file
+/// Reading and writing `.safetensors` files: a u64 little-endian header length N, N bytes of
+/// JSON header (`{"name": {"dtype": "F32", "shape": [2, 7], "data_offsets": [begin, end]}, ...,
+/// "__metadata__": {"key": "value"}}`, offsets relative to the data), then the raw data.
+///
+/// \code
+/// tracetorch::safetensors::save("x.safetensors", tensor);               // key "data"
+/// auto x = tracetorch::safetensors::load_single("x.safetensors");
+///
+/// tracetorch::safetensors::Reader reader("model.safetensors");          // header only
+/// for (const auto& info : reader.header().tensors) std::cout << info.name << "\n";
+/// auto w = reader.load("norm.weight");                                  // reads that tensor only
+/// \endcode
+///
+/// The writer produces the same bytes as the project's Python reference writer (keys sorted,
+/// compact JSON with `ensure_ascii` escapes, `__metadata__` last, header padded with spaces to
+/// a multiple of 8); several metadata entries come in key order, as a Python dict built in
+/// that order gives. The reader validates like the safetensors loader and refuses anything
+/// malformed with a tracetorch::Error naming the file and the cause. Where it differs: it
+/// also refuses duplicate JSON keys (the safetensors loader keeps the last) and shapes whose
+/// nonzero dims overflow int64 even when another dim is 0 (LibTorch's strides would); like
+/// that loader it ignores unknown fields in an entry and reads `"__metadata__": null` as none.
+
+#include <torch/torch.h>
 
 #include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>  // basic_parser is a template: its definitions live here
 
-#include <atomic>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <bit>
 #include <cerrno>
-#include <cstdlib>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
-#include <memory_resource>
-#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
-#include <thread>
-#include <unordered_map>
+#include <string_view>
+#include <tuple>
+#include <unordered_set>
+#include <utility>
 #include <vector>
-
-#if defined(__SSE__)
-#include <xmmintrin.h>  // min_max
-#endif
 
 // ---- begin tracetorch/detail/atomic_file.hpp ----
 // Whole-file writes that never leave a half-written file behind: the bytes go to a
@@ -2339,6 +2523,1153 @@ inline void write_file_atomically(const std::filesystem::path& target, std::stri
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/atomic_file.hpp ----
+// ---- begin tracetorch/detail/read_file.hpp ----
+// Opening files that come from outside (weights, input ids, configs, traces, the scanner's test
+// files): one check shared by every reader, so that each refuses the same things the same way.
+// A FIFO, socket or device is refused before it is opened for reading (opening a FIFO blocks
+// until a writer comes; a device can be read without end), a directory gets its own message,
+// and every read is bounded by a limit the caller states. Messages name the file and the cause,
+// never anything read from it. No LibTorch here: the trace reader and its fuzzer use it too.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+namespace tracetorch::detail {
+
+/// Read limits, stated in docs/reliability.md ("Reading files").
+inline constexpr std::uint64_t kMaxTraceJsonBytes = std::uint64_t(1) << 30;  ///< a trace JSON file: 1 GiB
+inline constexpr std::uint64_t kMaxConfigBytes = std::uint64_t(16) << 20;    ///< a config.json: 16 MiB
+inline constexpr std::uint64_t kMaxSourceBytes = std::uint64_t(64) << 20;    ///< a scanned test file: 64 MiB
+
+/// A file refused before reading: `path` and `cause` apart, so that a tool can word the line
+/// its own way; what() is "tracetorch: <path>: <cause>".
+class FileRefused : public Error {
+ public:
+  FileRefused(std::filesystem::path path, std::string cause)
+      : Error("tracetorch: " + path.string() + ": " + cause), path_(std::move(path)), cause_(std::move(cause)) {}
+  const std::filesystem::path& path() const { return path_; }
+  const std::string& cause() const { return cause_; }
+
+ private:
+  std::filesystem::path path_;
+  std::string cause_;
+};
+
+/// What kind of file `mode` is, as a message says it, or empty for a regular file.
+inline std::string not_a_regular_file(mode_t mode) {
+  if (S_ISREG(mode)) return {};
+  if (S_ISDIR(mode)) return "is a directory, not a file";
+  if (S_ISFIFO(mode)) return "is a FIFO (named pipe), not a regular file: refused, reading it could wait forever";
+  if (S_ISSOCK(mode)) return "is a socket, not a regular file: refused";
+  if (S_ISCHR(mode)) return "is a character device, not a regular file: refused";
+  if (S_ISBLK(mode)) return "is a block device, not a regular file: refused";
+  return "is not a regular file: refused";
+}
+
+/// A file descriptor open for reading, closed on scope exit, with the file's size at open.
+class ReadableFile {
+ public:
+  ReadableFile() = default;
+  ReadableFile(int fd, std::uint64_t size) : fd_(fd), size_(size) {}
+  ReadableFile(ReadableFile&& other) noexcept : fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
+  ReadableFile& operator=(ReadableFile&& other) noexcept {
+    std::swap(fd_, other.fd_);
+    size_ = other.size_;
+    return *this;
+  }
+  ~ReadableFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int fd() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+  std::uint64_t size() const { return size_; }
+
+ private:
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+/// Opens `path` for reading if it is a regular file of at most `max_bytes` (`what` names the
+/// kind in the message: "a trace JSON file"); else throws FileRefused. The type is checked
+/// before the open (stat) and again on the open file (fstat), and the open is non-blocking,
+/// so a FIFO put in its place between the two is refused too, without waiting for a writer.
+inline ReadableFile open_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) throw FileRefused(path, std::string("cannot open: ") + std::strerror(errno));
+  if (auto why = not_a_regular_file(info.st_mode); !why.empty()) throw FileRefused(path, why);
+  ReadableFile file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), 0);
+  if (file.fd() < 0) throw FileRefused(path, std::string("cannot open: ") + std::strerror(errno));
+  if (::fstat(file.fd(), &info) != 0) throw FileRefused(path, std::string("cannot stat: ") + std::strerror(errno));
+  if (auto why = not_a_regular_file(info.st_mode); !why.empty()) throw FileRefused(path, why);
+  const auto size = static_cast<std::uint64_t>(info.st_size);
+  if (size > max_bytes) {
+    throw FileRefused(path, "is " + std::to_string(size) + " bytes, more than the limit of " + std::to_string(max_bytes) +
+                                " bytes for " + std::string(what));
+  }
+  return {file.release(), size};
+}
+
+/// The whole of a regular file of at most `max_bytes` (see open_regular_file). Reads the size
+/// it had when opened and no more, so a file that grows meanwhile cannot make it read without
+/// bound; one that shrinks is an error.
+inline std::string read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what) {
+  const ReadableFile file = open_regular_file(path, max_bytes, what);
+  std::string text(static_cast<std::size_t>(file.size()), '\0');
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(file.fd(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw FileRefused(path, std::string("cannot read: ") + std::strerror(errno));
+    if (n == 0) throw FileRefused(path, "cannot read: the file became shorter while it was read");
+    done += static_cast<std::size_t>(n);
+  }
+  return text;
+}
+
+/// Whether `path` lies inside `dir`, both made canonical (symbolic links resolved). Checked for
+/// a file named inside a trace directory: a symbolic link there may point within the directory,
+/// never out of it. A missing file is left to the open that follows to report.
+inline void refuse_link_out_of(const std::filesystem::path& dir, const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) return;
+  const auto target = std::filesystem::canonical(path, ec);
+  if (ec) throw FileRefused(path, "is a symbolic link that cannot be resolved: not followed");
+  const auto base = std::filesystem::canonical(dir, ec);
+  const auto inside = !ec && target.parent_path() == base;
+  if (!inside) throw FileRefused(path, "is a symbolic link out of the trace directory: not followed");
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/read_file.hpp ----
+
+namespace tracetorch::safetensors {
+
+/// Tensors to save, by name (any order: the file holds them sorted).
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+/// One tensor's header entry.
+struct TensorInfo {
+  std::string name;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  std::vector<int64_t> shape;
+  std::uint64_t begin = 0;  ///< data_offsets[0], relative to Header::data_start
+  std::uint64_t end = 0;    ///< data_offsets[1]
+};
+
+/// A validated header.
+struct Header {
+  std::vector<TensorInfo> tensors;  ///< in data-offset order
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_start = 0;  ///< 8 + header length: where data offset 0 lies in the file
+  std::uint64_t file_size = 0;
+};
+
+}  // namespace tracetorch::safetensors
+
+namespace tracetorch::detail {
+
+// The data is written and read as raw bytes in host order; the format is little-endian.
+static_assert(std::endian::native == std::endian::little, "tracetorch's safetensors I/O assumes a little-endian host");
+
+/// The reference loader refuses longer headers; so does this one (it bounds the allocation).
+inline constexpr std::uint64_t kSafetensorsMaxHeader = 100'000'000;
+
+struct SafetensorsDtype {
+  std::string_view name;
+  c10::ScalarType type;
+  std::uint64_t size;
+};
+
+inline constexpr SafetensorsDtype kSafetensorsDtypes[] = {
+    {"F64", c10::ScalarType::Double, 8},   {"F32", c10::ScalarType::Float, 4},
+    {"F16", c10::ScalarType::Half, 2},     {"BF16", c10::ScalarType::BFloat16, 2},
+    {"I64", c10::ScalarType::Long, 8},     {"I32", c10::ScalarType::Int, 4},
+    {"I16", c10::ScalarType::Short, 2},    {"I8", c10::ScalarType::Char, 1},
+    {"U8", c10::ScalarType::Byte, 1},      {"BOOL", c10::ScalarType::Bool, 1},
+    {"C64", c10::ScalarType::ComplexFloat, 8},
+};
+
+inline const SafetensorsDtype* safetensors_dtype(std::string_view name) {
+  for (const auto& d : kSafetensorsDtypes) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+inline const SafetensorsDtype* safetensors_dtype(c10::ScalarType type) {
+  for (const auto& d : kSafetensorsDtypes) {
+    if (d.type == type) return &d;
+  }
+  return nullptr;
+}
+
+/// A name or value as it appears in an error message: quoted, control bytes escaped, and cut
+/// short, since hostile headers can hold megabyte-long or binary keys.
+inline std::string quoted_for_message(std::string_view text) {
+  constexpr std::size_t kMax = 200;
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > kMax) out += "...";
+  return out + "\"";
+}
+
+/// A JSON value for an error message, cut short like quoted_for_message.
+inline std::string json_for_message(const boost::json::value& value) {
+  std::string text = boost::json::serialize(value);
+  if (text.size() > 80) text = text.substr(0, 80) + "...";
+  return text;
+}
+
+template <class Int>
+std::string shape_for_message(const std::vector<Int>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+/// Appends `utf8` as a JSON string the way Python's json.dumps does by default
+/// (ensure_ascii): everything outside printable ASCII as a lowercase \uXXXX escape, surrogate
+/// pairs above U+FFFF. Returns false, leaving `out` partly written, for invalid UTF-8.
+inline bool append_ascii_json_string(std::string& out, std::string_view utf8) {
+  static constexpr char hex[] = "0123456789abcdef";
+  const auto u_escape = [&](std::uint32_t unit) {
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 15];
+  };
+  out += '"';
+  for (std::size_t i = 0; i < utf8.size();) {
+    const auto lead = static_cast<unsigned char>(utf8[i]);
+    std::uint32_t cp = 0;
+    std::size_t length = 1;
+    if (lead < 0x80) {
+      cp = lead;
+    } else {
+      std::uint32_t min = 0;
+      if ((lead & 0xe0) == 0xc0) {
+        length = 2, cp = lead & 0x1f, min = 0x80;
+      } else if ((lead & 0xf0) == 0xe0) {
+        length = 3, cp = lead & 0x0f, min = 0x800;
+      } else if ((lead & 0xf8) == 0xf0) {
+        length = 4, cp = lead & 0x07, min = 0x10000;
+      } else {
+        return false;
+      }
+      if (utf8.size() - i < length) return false;
+      for (std::size_t k = 1; k < length; ++k) {
+        const auto c = static_cast<unsigned char>(utf8[i + k]);
+        if ((c & 0xc0) != 0x80) return false;
+        cp = (cp << 6) | (c & 0x3f);
+      }
+      // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not Unicode text.
+      if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return false;
+    }
+    i += length;
+    switch (cp) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (cp >= 0x20 && cp < 0x7f) {
+          out += static_cast<char>(cp);
+        } else if (cp < 0x10000) {
+          u_escape(cp);
+        } else {
+          u_escape(0xd800 + ((cp - 0x10000) >> 10));
+          u_escape(0xdc00 + ((cp - 0x10000) & 0x3ff));
+        }
+    }
+  }
+  out += '"';
+  return true;
+}
+
+/// Boost.JSON's parser keeps the last of duplicate keys; the header must not have any (two
+/// entries for one tensor name are ambiguous). This handler builds the value as
+/// boost::json::parser does and stops at the first key seen twice in one object.
+class UniqueKeyJsonHandler {
+ public:
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+
+  boost::json::value_stack stack;
+  std::optional<std::string> duplicate_key;
+
+  bool on_document_begin(boost::json::error_code&) { return true; }
+  bool on_document_end(boost::json::error_code&) { return true; }
+  bool on_object_begin(boost::json::error_code&) {
+    keys_.emplace_back();
+    return true;
+  }
+  bool on_object_end(std::size_t n, boost::json::error_code&) {
+    keys_.pop_back();
+    stack.push_object(n);
+    return true;
+  }
+  bool on_array_begin(boost::json::error_code&) { return true; }
+  bool on_array_end(std::size_t n, boost::json::error_code&) {
+    stack.push_array(n);
+    return true;
+  }
+  bool on_key_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
+    stack.push_chars(s);
+    key_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_key(boost::json::string_view s, std::size_t, boost::json::error_code& ec) {
+    stack.push_key(s);
+    key_.append(s.data(), s.size());
+    if (!keys_.back().insert(key_).second) {
+      duplicate_key = std::move(key_);
+      ec = boost::json::error::syntax;  // any error stops the parser; duplicate_key says which
+      return false;
+    }
+    key_.clear();
+    return true;
+  }
+  bool on_string_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
+    stack.push_chars(s);
+    return true;
+  }
+  bool on_string(boost::json::string_view s, std::size_t, boost::json::error_code&) {
+    stack.push_string(s);
+    return true;
+  }
+  bool on_number_part(boost::json::string_view, boost::json::error_code&) { return true; }
+  bool on_int64(std::int64_t i, boost::json::string_view, boost::json::error_code&) {
+    stack.push_int64(i);
+    return true;
+  }
+  bool on_uint64(std::uint64_t u, boost::json::string_view, boost::json::error_code&) {
+    stack.push_uint64(u);
+    return true;
+  }
+  bool on_double(double d, boost::json::string_view, boost::json::error_code&) {
+    stack.push_double(d);
+    return true;
+  }
+  bool on_bool(bool b, boost::json::error_code&) {
+    stack.push_bool(b);
+    return true;
+  }
+  bool on_null(boost::json::error_code&) {
+    stack.push_null();
+    return true;
+  }
+  bool on_comment_part(boost::json::string_view, boost::json::error_code&) { return true; }
+  bool on_comment(boost::json::string_view, boost::json::error_code&) { return true; }
+
+ private:
+  std::vector<std::unordered_set<std::string>> keys_;  // one set per open object
+  std::string key_;                                    // the key being assembled from parts
+};
+
+/// Why parse_json_unique_keys gave no value: a key seen twice in one object, or a syntax error.
+struct JsonProblem {
+  std::optional<std::string> duplicate_key;
+  std::string error;  ///< Boost.JSON's message, where the text is not JSON
+};
+
+/// `text` as one JSON value, refusing a key seen twice in one object (Boost.JSON would keep the
+/// last); nullopt, with `problem` saying why, otherwise. Shared by the safetensors header and
+/// the checkpoint index (checkpoint.hpp).
+inline std::optional<boost::json::value> parse_json_unique_keys(std::string_view text, JsonProblem& problem) {
+  boost::json::basic_parser<UniqueKeyJsonHandler> parser(boost::json::parse_options{});
+  parser.handler().stack.reset();
+  boost::json::error_code ec;
+  const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
+  if (const auto& key = parser.handler().duplicate_key) {
+    problem.duplicate_key = *key;
+    return std::nullopt;
+  }
+  if (!ec && used < text.size()) ec = boost::json::error::extra_data;
+  if (ec) {
+    problem.error = ec.message();
+    return std::nullopt;
+  }
+  return parser.handler().stack.release();
+}
+
+class SafetensorsHeaderParser {
+ public:
+  explicit SafetensorsHeaderParser(std::string_view file) : file_(file) {}
+
+  [[noreturn]] void fail(const std::string& cause) const {
+    throw Error("tracetorch: " + std::string(file_) + ": " + cause);
+  }
+  [[noreturn]] void fail(const std::string& tensor, const std::string& cause) const {
+    fail("tensor " + quoted_for_message(tensor) + ": " + cause);
+  }
+
+  boost::json::value parse_json(std::string_view text) const {
+    JsonProblem problem;
+    auto value = parse_json_unique_keys(text, problem);
+    if (problem.duplicate_key) fail("header has duplicate key " + quoted_for_message(*problem.duplicate_key));
+    if (!value) fail("header is not valid JSON: " + problem.error);
+    return std::move(*value);
+  }
+
+  std::uint64_t unsigned_integer(const boost::json::value& v, const std::string& tensor, const char* what) const {
+    if (const auto* u = v.if_uint64()) return *u;
+    if (const auto* i = v.if_int64(); i && *i >= 0) return static_cast<std::uint64_t>(*i);
+    fail(tensor, std::string(what) + " is " + json_for_message(v) + ", not a non-negative integer");
+  }
+
+  const boost::json::value& field(const boost::json::object& entry, const std::string& tensor, const char* key) const {
+    const auto* value = entry.if_contains(key);
+    if (value == nullptr) fail(tensor, std::string("entry has no \"") + key + "\"");
+    return *value;
+  }
+
+  safetensors::TensorInfo entry(const std::string& name, const boost::json::value& value) const {
+    const auto* object = value.if_object();
+    if (object == nullptr) fail(name, "entry is " + json_for_message(value) + ", not an object");
+    safetensors::TensorInfo info;
+    info.name = name;
+
+    const auto& dtype_value = field(*object, name, "dtype");
+    const auto* dtype_name = dtype_value.if_string();
+    if (dtype_name == nullptr) fail(name, "\"dtype\" is " + json_for_message(dtype_value) + ", not a string");
+    const auto* dtype = safetensors_dtype(std::string_view(*dtype_name));
+    if (dtype == nullptr) {
+      static constexpr std::string_view no_libtorch_type[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2"};
+      const bool known = std::find(std::begin(no_libtorch_type), std::end(no_libtorch_type),
+                                   std::string_view(*dtype_name)) != std::end(no_libtorch_type);
+      fail(name, (known ? "dtype " + std::string(*dtype_name) + " has no LibTorch equivalent"
+                        : "unknown dtype " + quoted_for_message(*dtype_name)));
+    }
+    info.dtype = dtype->type;
+
+    const auto& shape_value = field(*object, name, "shape");
+    const auto* shape = shape_value.if_array();
+    if (shape == nullptr) fail(name, "\"shape\" is " + json_for_message(shape_value) + ", not an array");
+    // The product of the nonzero dims also bounds the strides LibTorch computes, so it must
+    // fit in int64 even where a zero dim makes the element count 0.
+    constexpr auto kMaxProduct = static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max());
+    std::uint64_t nonzero_product = 1;
+    bool has_zero = false, overflow = false;
+    for (std::size_t i = 0; i < shape->size(); ++i) {
+      const std::string what = "shape[" + std::to_string(i) + "]";
+      const std::uint64_t dim = unsigned_integer((*shape)[i], name, what.c_str());
+      info.shape.push_back(static_cast<int64_t>(dim));  // wraps only where overflow is set
+      if (dim == 0) {
+        has_zero = true;
+      } else if (overflow || dim > kMaxProduct / nonzero_product) {
+        overflow = true;
+      } else {
+        nonzero_product *= dim;
+      }
+    }
+    if (overflow || nonzero_product > kMaxProduct / dtype->size) {
+      std::vector<std::uint64_t> dims;
+      for (const auto& dim : *shape) dims.push_back(dim.to_number<std::uint64_t>());
+      fail(name, "shape " + shape_for_message(dims) + " has too many elements (its byte size overflows int64)");
+    }
+    const std::uint64_t elements = has_zero ? 0 : nonzero_product;
+
+    const auto& offsets_value = field(*object, name, "data_offsets");
+    const auto* offsets = offsets_value.if_array();
+    if (offsets == nullptr || offsets->size() != 2) {
+      fail(name, "\"data_offsets\" is " + json_for_message(offsets_value) + ", not [begin, end]");
+    }
+    info.begin = unsigned_integer((*offsets)[0], name, "data_offsets[0]");
+    info.end = unsigned_integer((*offsets)[1], name, "data_offsets[1]");
+    if (info.end < info.begin) fail(name, "data_offsets " + offsets_for_message(info) + " end before they begin");
+    // Checked here, where the element count is at hand; the order checks come later.
+    const std::uint64_t needed = elements * dtype->size;
+    if (info.end - info.begin != needed) {
+      fail(name, "data_offsets " + offsets_for_message(info) + " hold " + std::to_string(info.end - info.begin) +
+                     " bytes but shape " + shape_for_message(info.shape) + " of " + std::string(dtype->name) +
+                     " needs " + std::to_string(needed));
+    }
+    return info;
+  }
+
+  std::map<std::string, std::string> metadata(const boost::json::value& value) const {
+    std::map<std::string, std::string> out;
+    if (value.is_null()) return out;  // the safetensors loader reads null as "no metadata"
+    const auto* object = value.if_object();
+    if (object == nullptr) fail("\"__metadata__\" is " + json_for_message(value) + ", not an object of strings");
+    for (const auto& [key, item] : *object) {
+      const auto* text = item.if_string();
+      if (text == nullptr) {
+        fail("\"__metadata__\" value for " + quoted_for_message(key) + " is " + json_for_message(item) +
+             ", not a string");
+      }
+      out.emplace(std::string(key), std::string(*text));
+    }
+    return out;
+  }
+
+  static std::string offsets_for_message(const safetensors::TensorInfo& info) {
+    return "[" + std::to_string(info.begin) + ", " + std::to_string(info.end) + "]";
+  }
+
+ private:
+  std::string_view file_;
+};
+
+/// An open file, closed on scope exit.
+struct FileCloser {
+  void operator()(std::FILE* file) const noexcept { std::fclose(file); }
+};
+using UniqueFile = std::unique_ptr<std::FILE, FileCloser>;
+
+/// Opens `path` for reading and returns it with its size: a regular file (read_file.hpp's
+/// check, so a FIFO or device is refused before it is opened). No size limit here: the header
+/// is at most kSafetensorsMaxHeader bytes and each tensor is read as the checked header says.
+inline std::pair<UniqueFile, std::uint64_t> open_for_reading(const std::filesystem::path& path) {
+  ReadableFile file = open_regular_file(path, std::numeric_limits<std::uint64_t>::max(), "a safetensors file");
+  UniqueFile stream(::fdopen(file.fd(), "rb"));
+  if (!stream) throw Error("tracetorch: " + path.string() + ": cannot open: " + std::strerror(errno));
+  file.release();  // the stream owns it now
+  return {std::move(stream), file.size()};
+}
+
+/// Reads exactly `size` bytes at `offset`; a short read means the file changed under us.
+inline void read_exactly(std::FILE* file, const std::filesystem::path& path, std::uint64_t offset, void* out,
+                         std::uint64_t size) {
+  if (size == 0) return;
+  if (offset > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) ||
+      ::fseeko(file, static_cast<off_t>(offset), SEEK_SET) != 0) {
+    throw Error("tracetorch: " + path.string() + ": cannot seek to byte " + std::to_string(offset) + ": " +
+                std::strerror(errno));
+  }
+  if (std::fread(out, 1, size, file) != size) {
+    const std::string why = std::ferror(file) ? std::strerror(errno) : "the file is shorter than its header says";
+    throw Error("tracetorch: " + path.string() + ": cannot read " + std::to_string(size) + " bytes at byte " +
+                std::to_string(offset) + ": " + why);
+  }
+}
+
+[[noreturn]] inline void save_failed(const std::filesystem::path& path, const std::string& cause) {
+  throw Error("tracetorch: cannot save " + path.string() + ": " + cause);
+}
+
+inline std::uint64_t read_u64_le(const unsigned char* bytes) {
+  std::uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | bytes[i];
+  return value;
+}
+
+/// The header length, checked against the limit and the file size.
+inline std::uint64_t safetensors_header_length(std::span<const unsigned char> bytes, std::uint64_t file_size,
+                                               std::string_view file) {
+  const SafetensorsHeaderParser parser(file);
+  if (file_size < 8) {
+    parser.fail("file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
+  }
+  if (bytes.size() < 8) parser.fail("parse_header needs the file's first 8 bytes");
+  const std::uint64_t length = read_u64_le(bytes.data());
+  if (length > kSafetensorsMaxHeader) {
+    parser.fail("header length " + std::to_string(length) + " exceeds the limit of " +
+                std::to_string(kSafetensorsMaxHeader) + " bytes");
+  }
+  if (length > file_size - 8) {
+    parser.fail("header length " + std::to_string(length) + " runs past the end of the file (" +
+                std::to_string(file_size) + " bytes)");
+  }
+  return length;
+}
+
+}  // namespace tracetorch::detail
+
+namespace tracetorch::safetensors {
+
+/// Parses and validates a header from the first bytes of a file of `file_size` bytes.
+/// `bytes` must hold at least the 8-byte length and the header it announces (the whole file
+/// will do). Pure: reads nothing else, so it suits a fuzzer. Everything the header and the
+/// file size determine is checked: limits, JSON, fields, dtypes, shapes, offsets contiguous
+/// from 0, sizes, and that the last tensor ends exactly at the end of the file.
+/// Throws tracetorch::Error("tracetorch: <file_name>: <cause>") on any violation.
+inline Header parse_header(std::span<const unsigned char> bytes, std::uint64_t file_size, std::string_view file_name) {
+  const detail::SafetensorsHeaderParser parser(file_name);
+  const std::uint64_t length = detail::safetensors_header_length(bytes, file_size, file_name);
+  if (bytes.size() - 8 < length) {
+    parser.fail("parse_header needs the file's first " + std::to_string(8 + length) + " bytes, got " +
+                std::to_string(bytes.size()));
+  }
+  Header header;
+  header.data_start = 8 + length;
+  header.file_size = file_size;
+  const std::uint64_t data_size = file_size - header.data_start;
+
+  const auto json = parser.parse_json({reinterpret_cast<const char*>(bytes.data()) + 8, length});
+  const auto* object = json.if_object();
+  if (object == nullptr) parser.fail("header is " + detail::json_for_message(json) + ", not a JSON object");
+  for (const auto& [key, value] : *object) {
+    if (key == "__metadata__") {
+      header.metadata = parser.metadata(value);
+    } else {
+      header.tensors.push_back(parser.entry(std::string(key), value));
+    }
+  }
+
+  // Like the reference loader: in data order the tensors must tile the data exactly.
+  std::sort(header.tensors.begin(), header.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+  });
+  std::uint64_t expected = 0;
+  const TensorInfo* previous = nullptr;
+  for (const auto& info : header.tensors) {
+    const std::string offsets = "data_offsets " + detail::SafetensorsHeaderParser::offsets_for_message(info);
+    if (info.begin > expected) {
+      parser.fail(info.name, offsets + " leave bytes " + std::to_string(expected) + ".." + std::to_string(info.begin) +
+                                 " unused (tensor data must be contiguous from 0)");
+    }
+    if (info.begin < expected) {
+      parser.fail(info.name, offsets + " overlap tensor " + detail::quoted_for_message(previous->name) +
+                                 ", which ends at " + std::to_string(expected));
+    }
+    if (info.end > data_size) {
+      parser.fail(info.name, offsets + " run past the end of the data (" + std::to_string(data_size) + " bytes)");
+    }
+    expected = info.end;
+    previous = &info;
+  }
+  if (expected != data_size) {
+    parser.fail(std::to_string(data_size - expected) + " trailing bytes after the last tensor (data is " +
+                std::to_string(data_size) + " bytes, tensors end at " + std::to_string(expected) + ")");
+  }
+  return header;
+}
+
+/// A safetensors file whose header has been read and validated; tensors are read one at a
+/// time on request, so memory stays bounded by the largest tensor asked for. Each load()
+/// reopens the file (load() is const and safe to call from several threads) and refuses to
+/// read if the file's size changed since the header was parsed.
+class Reader {
+ public:
+  explicit Reader(std::filesystem::path path) : path_(std::move(path)) {
+    auto [file, size] = detail::open_for_reading(path_);
+    unsigned char prefix[8] = {};
+    const std::uint64_t available = std::min<std::uint64_t>(size, 8);
+    detail::read_exactly(file.get(), path_, 0, prefix, available);
+    const std::uint64_t length =
+        detail::safetensors_header_length(std::span<const unsigned char>(prefix, available), size, path_.string());
+    std::vector<unsigned char> bytes(8 + length);
+    std::copy(prefix, prefix + 8, bytes.begin());
+    detail::read_exactly(file.get(), path_, 8, bytes.data() + 8, length);
+    header_ = parse_header(bytes, size, path_.string());
+    for (std::size_t i = 0; i < header_.tensors.size(); ++i) index_.emplace(header_.tensors[i].name, i);
+  }
+
+  const std::filesystem::path& path() const { return path_; }
+  const Header& header() const { return header_; }
+  bool contains(std::string_view name) const { return index_.find(name) != index_.end(); }
+
+  /// The header entry of `name`; throws Error naming the file and tensor if there is none.
+  const TensorInfo& info(std::string_view name) const {
+    const auto found = index_.find(name);
+    if (found == index_.end()) {
+      throw Error("tracetorch: " + path_.string() + ": no tensor " + detail::quoted_for_message(name));
+    }
+    return header_.tensors[found->second];
+  }
+
+  /// Reads one tensor (CPU, contiguous, its stored dtype).
+  torch::Tensor load(std::string_view name) const {
+    const auto& wanted = info(name);
+    const auto file = open_unchanged();
+    return read(file.get(), wanted);
+  }
+
+  /// Reads every tensor, through one open file.
+  std::map<std::string, torch::Tensor> load_all() const {
+    std::map<std::string, torch::Tensor> out;
+    const auto file = open_unchanged();
+    for (const auto& info : header_.tensors) out.emplace(info.name, read(file.get(), info));
+    return out;
+  }
+
+ private:
+  detail::UniqueFile open_unchanged() const {
+    auto [file, size] = detail::open_for_reading(path_);
+    if (size != header_.file_size) {
+      throw Error("tracetorch: " + path_.string() + ": file changed since its header was read (" +
+                  std::to_string(header_.file_size) + " bytes then, " + std::to_string(size) + " now)");
+    }
+    return std::move(file);
+  }
+
+  torch::Tensor read(std::FILE* file, const TensorInfo& info) const {
+    // BOOL is read as bytes and compared with 0: a stored byte other than 0/1 must not become
+    // an invalid bool (the reference loader does the same via .to(torch.bool)).
+    const bool is_bool = info.dtype == c10::ScalarType::Bool;
+    auto tensor = torch::empty(info.shape, torch::TensorOptions().dtype(is_bool ? c10::ScalarType::Byte : info.dtype));
+    if (info.end != info.begin) {
+      detail::read_exactly(file, path_, header_.data_start + info.begin, tensor.data_ptr(), info.end - info.begin);
+    }
+    return is_bool ? tensor.ne(0) : tensor;
+  }
+
+  std::filesystem::path path_;
+  Header header_;
+  std::map<std::string, std::size_t, std::less<>> index_;
+};
+
+/// Every tensor in the file, by name.
+inline std::map<std::string, torch::Tensor> load(const std::filesystem::path& path) { return Reader(path).load_all(); }
+
+/// The tensor stored under `key` (the debugger's per-tensor files use "data").
+inline torch::Tensor load_single(const std::filesystem::path& path, std::string_view key = "data") {
+  return Reader(path).load(key);
+}
+
+}  // namespace tracetorch::safetensors
+
+namespace tracetorch::detail {
+
+/// The whole file into `writer`; `path` names the file in errors. Nothing is written before
+/// everything is checked.
+inline void write_safetensors(AtomicFileWriter& writer, const std::filesystem::path& path,
+                              const safetensors::NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+  std::vector<const std::pair<std::string, torch::Tensor>*> sorted;
+  sorted.reserve(tensors.size());
+  for (const auto& item : tensors) sorted.push_back(&item);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+
+  // Everything is checked before the file is created, so a refused save leaves nothing.
+  std::string json = "{";
+  std::uint64_t offset = 0;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    const auto& [name, tensor] = *sorted[i];
+    const std::string tensor_name = "tensor " + detail::quoted_for_message(name);
+    if (i != 0 && sorted[i - 1]->first == name) {
+      detail::save_failed(path, "two tensors named " + detail::quoted_for_message(name));
+    }
+    if (name == "__metadata__") detail::save_failed(path, "\"__metadata__\" is reserved, not a tensor name");
+    if (!tensor.defined()) detail::save_failed(path, tensor_name + " is undefined");
+    if (tensor.layout() != c10::kStrided) detail::save_failed(path, tensor_name + " is not a dense (strided) tensor");
+    if (tensor.device().is_meta()) detail::save_failed(path, tensor_name + " is on the meta device and has no data");
+    const auto* dtype = detail::safetensors_dtype(tensor.scalar_type());
+    if (dtype == nullptr) {
+      detail::save_failed(path, tensor_name + " has dtype " + std::string(c10::toString(tensor.scalar_type())) +
+                                    ", which safetensors cannot store");
+    }
+    if (i != 0) json += ',';
+    if (!detail::append_ascii_json_string(json, name)) detail::save_failed(path, tensor_name + " is not valid UTF-8");
+    json += ":{\"dtype\":\"";
+    json += dtype->name;
+    json += "\",\"shape\":[";
+    for (int64_t d = 0; d < tensor.dim(); ++d) {
+      if (d != 0) json += ',';
+      json += std::to_string(tensor.size(d));
+    }
+    const auto bytes = static_cast<std::uint64_t>(tensor.numel()) * dtype->size;
+    json += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
+    offset += bytes;
+  }
+  if (!metadata.empty()) {
+    json += sorted.empty() ? "\"__metadata__\":{" : ",\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [key, value] : metadata) {
+      if (!first) json += ',';
+      first = false;
+      const bool valid_key = detail::append_ascii_json_string(json, key);
+      json += ':';
+      if (!valid_key || !detail::append_ascii_json_string(json, value)) {
+        detail::save_failed(path, "metadata entry " + detail::quoted_for_message(key) + " is not valid UTF-8");
+      }
+    }
+    json += '}';
+  }
+  json += '}';
+  json.append((8 - json.size() % 8) % 8, ' ');
+
+  unsigned char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(std::uint64_t(json.size()) >> (8 * i));
+
+  writer.write(length, sizeof length);
+  writer.write(json);
+  for (const auto* item : sorted) {
+    torch::Tensor tensor = item->second.detach();
+    if (tensor.numel() == 0) continue;
+    try {
+      // Lazy conjugate/negative views hold unmodified data; materialise them first.
+      if (tensor.is_conj() || tensor.is_neg()) tensor = tensor.resolve_conj().resolve_neg();
+      // A contiguous CPU tensor is written straight from its memory; anything else is copied
+      // once into a contiguous CPU tensor (one tensor at a time, so at most one copy is alive).
+      // Not tensor.to(kCPU, MemoryFormat::Contiguous): for a transposed CPU tensor that returns
+      // the tensor itself.
+      if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
+        tensor = torch::empty(tensor.sizes(), tensor.options().device(torch::kCPU)).copy_(tensor);
+      }
+    } catch (const c10::Error& e) {
+      detail::save_failed(path, "tensor " + detail::quoted_for_message(item->first) +
+                                    ": cannot copy to the CPU: " + e.what_without_backtrace());
+    }
+    writer.write(tensor.data_ptr(), static_cast<std::size_t>(tensor.numel()) * tensor.element_size());
+  }
+}
+
+}  // namespace tracetorch::detail
+
+namespace tracetorch::safetensors {
+
+/// Writes `tensors` (any device, layout strided, any strides) and `metadata` to `path`,
+/// byte for byte as the reference writer does: entries sorted by name, data in that order.
+/// The file appears only once complete (written beside it, then renamed). Throws Error for
+/// duplicate or invalid (non-UTF-8, "__metadata__") names, dtypes safetensors cannot hold,
+/// undefined or sparse tensors, and I/O failures.
+inline void save(const std::filesystem::path& path, const NamedTensors& tensors,
+                 const std::map<std::string, std::string>& metadata = {}) {
+  detail::AtomicFileWriter writer(path);
+  detail::write_safetensors(writer, path, tensors, metadata);
+  writer.commit();
+}
+
+/// Writes one tensor under the key "data", the layout of the debugger's per-tensor files.
+inline void save(const std::filesystem::path& path, const torch::Tensor& tensor) {
+  save(path, NamedTensors{{"data", tensor}});
+}
+
+}  // namespace tracetorch::safetensors
+// ---- end tracetorch/safetensors.hpp ----
+
+namespace tracetorch::checkpoint {
+
+/// What happens to a checkpoint tensor whose dtype is not its target's.
+enum class DtypePolicy {
+  keep,     ///< refused: the module must already have the checkpoint's dtype
+  convert,  ///< converted to the target's dtype, and listed in Report::converted
+};
+
+/// Declares `name` tied to `source` (transformers' tie_word_embeddings): when the checkpoint lacks
+/// `name`, it is loaded from `source`'s checkpoint tensor instead of being missing.
+struct Tie {
+  std::string name;    ///< e.g. "lm_head.weight"
+  std::string source;  ///< e.g. "model.embed_tokens.weight"
+};
+
+struct Options {
+  DtypePolicy dtype = DtypePolicy::keep;
+  /// PyTorch's `strict`: missing or unexpected names are an error (false: listed in the Report).
+  bool strict = true;
+  std::vector<Tie> tied;
+  /// False (the default): a shard that is, or lies under, a symbolic link leading out of the
+  /// index's folder is refused. True accepts such links (Hugging Face's cache: the files of
+  /// `snapshots/<revision>/` are links to `../../blobs/`); names with `..` or an absolute path
+  /// stay refused.
+  bool shard_links_may_leave_folder = false;
+};
+
+/// One tensor converted under DtypePolicy::convert.
+struct Conversion {
+  std::string name;
+  c10::ScalarType from = c10::ScalarType::Undefined;  ///< the checkpoint's dtype
+  c10::ScalarType to = c10::ScalarType::Undefined;    ///< the module's
+};
+
+/// What a load did.
+struct Report {
+  std::vector<std::string> missing_keys;     ///< not strict: targets the checkpoint lacks (state_dict order)
+  std::vector<std::string> unexpected_keys;  ///< not strict: checkpoint names the module lacks (sorted)
+  std::vector<Conversion> converted;         ///< DtypePolicy::convert: each tensor whose dtype changed
+  std::vector<std::string> tied;             ///< targets loaded from their Tie's source
+  std::vector<std::filesystem::path> files;  ///< the safetensors files read
+  std::size_t loaded = 0;                    ///< targets written
+};
+
+}  // namespace tracetorch::checkpoint
+
+namespace tracetorch::detail {
+
+[[noreturn]] inline void checkpoint_failed(const std::filesystem::path& file, const std::string& cause) {
+  throw Error("tracetorch: " + file.string() + ": " + cause);
+}
+
+/// An absolute, normalised folder path without a trailing separator.
+inline std::filesystem::path checkpoint_folder(const std::filesystem::path& folder) {
+  auto out = std::filesystem::absolute(folder).lexically_normal();
+  if (!out.has_filename() && out.has_relative_path()) out = out.parent_path();
+  return out;
+}
+
+/// True if `path` (absolute, normalised) lies below `folder` (checkpoint_folder's form).
+inline bool checkpoint_lies_inside(const std::filesystem::path& folder, const std::filesystem::path& path) {
+  const auto relative = path.lexically_relative(folder);
+  return !relative.empty() && relative != "." && *relative.begin() != "..";
+}
+
+/// A checkpoint whose files are open and whose headers are validated.
+struct OpenCheckpoint {
+  std::filesystem::path source;                   ///< the file or index errors name
+  std::vector<safetensors::Reader> readers;       ///< one per file
+  std::map<std::string, std::size_t> reader_of;   ///< tensor name -> index into readers
+};
+
+/// The shard file `value` of the index entry for `tensor`, refused unless it lies in `folder`.
+inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index, const std::filesystem::path& folder,
+                                              const std::string& tensor, const std::string& value,
+                                              const checkpoint::Options& options) {
+  const std::string where = "tensor " + quoted_for_message(tensor) + ": shard " + quoted_for_message(value);
+  const std::filesystem::path relative(value);
+  if (value.empty()) checkpoint_failed(index, where + " is an empty file name");
+  // The system calls would stop at a NUL byte and open another file than the one checked.
+  if (value.find('\0') != std::string::npos) checkpoint_failed(index, where + " holds a NUL byte");
+  if (relative.has_root_path()) checkpoint_failed(index, where + " is an absolute path; shards lie in the index's folder");
+  const auto path = (folder / relative).lexically_normal();
+  if (!checkpoint_lies_inside(folder, path)) checkpoint_failed(index, where + " lies outside the checkpoint folder " + folder.string());
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) checkpoint_failed(index, where + " is missing (no file " + path.string() + ")");
+  if (options.shard_links_may_leave_folder) return path;
+  const auto real = std::filesystem::canonical(path, ec);
+  std::error_code folder_ec;
+  const auto real_folder = std::filesystem::canonical(folder, folder_ec);
+  if (ec || folder_ec) checkpoint_failed(index, where + ": cannot resolve " + path.string() + ": " + (ec ? ec : folder_ec).message());
+  if (!checkpoint_lies_inside(real_folder, real)) {
+    checkpoint_failed(index, where + " resolves to " + real.string() + ", outside the checkpoint folder " +
+                                 real_folder.string() + " (a symbolic link)");
+  }
+  return path;
+}
+
+/// Reads and validates `model.safetensors.index.json`, opens each shard, and checks that each
+/// shard holds exactly the tensors the index puts in it.
+inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index, const checkpoint::Options& options) {
+  auto [file, size] = open_for_reading(index);
+  if (size > kSafetensorsMaxHeader) {
+    checkpoint_failed(index, "index is " + std::to_string(size) + " bytes, over the limit of " +
+                                 std::to_string(kSafetensorsMaxHeader));
+  }
+  std::string text(size, '\0');
+  read_exactly(file.get(), index, 0, text.data(), size);
+  JsonProblem problem;
+  const auto json = parse_json_unique_keys(text, problem);
+  if (problem.duplicate_key) checkpoint_failed(index, "index has duplicate key " + quoted_for_message(*problem.duplicate_key));
+  if (!json) checkpoint_failed(index, "index is not valid JSON: " + problem.error);
+  const auto* object = json->if_object();
+  if (object == nullptr) checkpoint_failed(index, "index is " + json_for_message(*json) + ", not a JSON object");
+  const auto* map_value = object->if_contains("weight_map");
+  if (map_value == nullptr) checkpoint_failed(index, "index has no \"weight_map\"");
+  const auto* weight_map = map_value->if_object();
+  if (weight_map == nullptr) {
+    checkpoint_failed(index, "\"weight_map\" is " + json_for_message(*map_value) + ", not an object of file names");
+  }
+
+  const auto folder = checkpoint_folder(index.has_parent_path() ? index.parent_path() : std::filesystem::path("."));
+  OpenCheckpoint out{.source = index};
+  std::map<std::filesystem::path, std::set<std::string>> wanted;  // shard -> the tensors the index puts there
+  std::map<std::string, std::filesystem::path> shard_of;
+  for (const auto& [key, value] : *weight_map) {
+    const std::string tensor(key);
+    const auto* name = value.if_string();
+    if (name == nullptr) {
+      checkpoint_failed(index, "tensor " + quoted_for_message(tensor) + ": shard is " + json_for_message(value) +
+                                   ", not a file name");
+    }
+    const auto shard = checkpoint_shard(index, folder, tensor, std::string(*name), options);
+    wanted[shard].insert(tensor);
+    shard_of.emplace(tensor, shard);
+  }
+  for (const auto& [shard, tensors] : wanted) {
+    out.readers.emplace_back(shard);
+    const auto& reader = out.readers.back();
+    for (const auto& tensor : tensors) {
+      if (!reader.contains(tensor)) {
+        checkpoint_failed(index, "tensor " + quoted_for_message(tensor) + ": the index puts it in " + shard.string() +
+                                     ", which does not hold it");
+      }
+      out.reader_of.emplace(tensor, out.readers.size() - 1);
+    }
+    for (const auto& info : reader.header().tensors) {
+      const auto listed = shard_of.find(info.name);
+      if (listed == shard_of.end() || listed->second != shard) {
+        checkpoint_failed(index, "shard " + shard.string() + " holds tensor " + quoted_for_message(info.name) +
+                                     (listed == shard_of.end() ? ", which the index does not list"
+                                                               : ", which the index puts in " + listed->second.string()));
+      }
+    }
+  }
+  return out;
+}
+
+inline OpenCheckpoint open_checkpoint(const std::filesystem::path& path, const checkpoint::Options& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    if (std::filesystem::exists(path / "model.safetensors", ec)) return open_checkpoint(path / "model.safetensors", options);
+    if (std::filesystem::exists(path / "model.safetensors.index.json", ec)) {
+      return open_checkpoint_index(path / "model.safetensors.index.json", options);
+    }
+    checkpoint_failed(path, "the folder has neither model.safetensors nor model.safetensors.index.json");
+  }
+  if (path.extension() == ".json") return open_checkpoint_index(path, options);
+  OpenCheckpoint out{.source = path};
+  out.readers.emplace_back(path);
+  for (const auto& info : out.readers.back().header().tensors) out.reader_of.emplace(info.name, 0);
+  return out;
+}
+
+/// `missing tensor "a"; missing tensor "b"`, at most 20 names, then how many more.
+inline void append_checkpoint_names(std::string& out, const std::vector<std::string>& names, const std::string& what) {
+  constexpr std::size_t kMax = 20;
+  for (std::size_t i = 0; i < names.size() && i < kMax; ++i) {
+    out += (out.empty() ? "" : "; ") + what + " " + quoted_for_message(names[i]);
+  }
+  if (names.size() > kMax) out += " (and " + std::to_string(names.size() - kMax) + " more)";
+}
+
+inline checkpoint::Report load_checkpoint(torch::nn::Module& module, const OpenCheckpoint& checkpoint,
+                                          const checkpoint::Options& options) {
+  const auto targets = nn::state_dict(module);
+  std::map<std::string, std::size_t> target_of;
+  for (std::size_t i = 0; i < targets.size(); ++i) target_of.emplace(targets[i].first, i);
+
+  std::map<std::string, std::string> tie_source;
+  for (const auto& tie : options.tied) {
+    const std::string what = "tie " + quoted_for_message(tie.name) + " -> " + quoted_for_message(tie.source);
+    for (const auto* name : {&tie.name, &tie.source}) {
+      if (target_of.count(*name) == 0) {
+        checkpoint_failed(checkpoint.source, what + ": the module has no parameter or persistent buffer " +
+                                                 quoted_for_message(*name));
+      }
+    }
+    if (tie.name == tie.source) checkpoint_failed(checkpoint.source, what + " ties a tensor to itself");
+    if (!tie_source.emplace(tie.name, tie.source).second) {
+      checkpoint_failed(checkpoint.source, what + ": " + quoted_for_message(tie.name) + " is tied twice");
+    }
+  }
+
+  checkpoint::Report report;
+  for (const auto& reader : checkpoint.readers) report.files.push_back(reader.path());
+  std::vector<std::pair<std::size_t, std::string>> plan;  // target index, checkpoint name
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const auto& name = targets[i].first;
+    if (checkpoint.reader_of.count(name) != 0) {
+      plan.emplace_back(i, name);
+    } else if (const auto tie = tie_source.find(name); tie != tie_source.end() && checkpoint.reader_of.count(tie->second) != 0) {
+      plan.emplace_back(i, tie->second);
+      report.tied.push_back(name);
+    } else {
+      report.missing_keys.push_back(name);
+    }
+  }
+  for (const auto& [name, reader] : checkpoint.reader_of) {
+    if (target_of.count(name) == 0) report.unexpected_keys.push_back(name);
+  }
+
+  for (const auto& [index, from] : plan) {
+    const auto& [name, target] = targets[index];
+    const auto& reader = checkpoint.readers[checkpoint.reader_of.at(from)];
+    const auto& info = reader.info(from);
+    const std::string tensor = "tensor " + quoted_for_message(from) + (from == name ? "" : " (tied to " + quoted_for_message(name) + ")");
+    if (c10::IntArrayRef(info.shape) != target.sizes()) {
+      std::ostringstream why;
+      why << tensor << " has shape " << c10::IntArrayRef(info.shape) << " but the module expects " << target.sizes();
+      checkpoint_failed(reader.path(), why.str());
+    }
+    if (info.dtype == target.scalar_type()) continue;
+    if (options.dtype == checkpoint::DtypePolicy::keep) {
+      checkpoint_failed(reader.path(), tensor + " is " + c10::toString(info.dtype) + " but the module's is " +
+                                           c10::toString(target.scalar_type()) +
+                                           " (DtypePolicy::keep: convert the module first, or load with DtypePolicy::convert)");
+    }
+    report.converted.push_back({name, info.dtype, target.scalar_type()});
+  }
+
+  if (options.strict && (!report.missing_keys.empty() || !report.unexpected_keys.empty())) {
+    std::string why;
+    append_checkpoint_names(why, report.missing_keys, "missing tensor");
+    append_checkpoint_names(why, report.unexpected_keys, "unexpected tensor");
+    if (!report.unexpected_keys.empty()) why += " (the module has no such parameter or persistent buffer)";
+    checkpoint_failed(checkpoint.source, why);
+  }
+
+  // Everything is read before anything is written: a read that fails leaves the module as it was.
+  std::map<std::string, torch::Tensor> staged;
+  for (const auto& [index, from] : plan) {
+    if (staged.count(from) == 0) staged.emplace(from, checkpoint.readers[checkpoint.reader_of.at(from)].load(from));
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& [index, from] : plan) {
+    torch::Tensor target = targets[index].second;
+    target.copy_(staged.at(from));
+  }
+  report.loaded = plan.size();
+  return report;
+}
+
+}  // namespace tracetorch::detail
+
+namespace tracetorch::checkpoint {
+
+/// Loads the checkpoint at `path` (a folder, a `.safetensors` file or an index `.json`) into
+/// `module` by name, as the file comment says; throws tracetorch::Error and changes nothing on any
+/// refusal.
+inline Report load(torch::nn::Module& module, const std::filesystem::path& path, const Options& options = {}) {
+  return detail::load_checkpoint(module, detail::open_checkpoint(path, options), options);
+}
+
+}  // namespace tracetorch::checkpoint
+// ---- end tracetorch/checkpoint.hpp ----
+// ---- begin tracetorch/debugger.hpp ----
+/// \file
+/// The model addition debugger: the C++ form of transformers' `model_addition_debugger_context`.
+///
+/// \code
+/// {
+///   auto guard = tracetorch::model_addition_debugger(model, {.debug_path = "dbg", .do_prune_layers = false});
+///   auto out = model->forward(input_ids);  // writes dbg/LlamaModel_debug_tree_{SUMMARY,FULL_TENSORS}.json
+/// }
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <fcntl.h>   // AT_FDCWD, AT_EACCESS
+#include <unistd.h>  // faccessat, link, unlink
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <memory_resource>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>  // min_max
+#endif
+
 // ---- begin tracetorch/detail/forward_memory.hpp ----
 // Memory for what a traced forward keeps until the root call returns: the call tree, its JSON
 // values and the bookkeeping of files and repeated tensors, taken outside malloc's heap.
@@ -4032,864 +5363,6 @@ class SpareFilesRegistry {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/spare_files.hpp ----
-// ---- begin tracetorch/safetensors.hpp ----
-/// \file
-/// Reading and writing `.safetensors` files: a u64 little-endian header length N, N bytes of
-/// JSON header (`{"name": {"dtype": "F32", "shape": [2, 7], "data_offsets": [begin, end]}, ...,
-/// "__metadata__": {"key": "value"}}`, offsets relative to the data), then the raw data.
-///
-/// \code
-/// tracetorch::safetensors::save("x.safetensors", tensor);               // key "data"
-/// auto x = tracetorch::safetensors::load_single("x.safetensors");
-///
-/// tracetorch::safetensors::Reader reader("model.safetensors");          // header only
-/// for (const auto& info : reader.header().tensors) std::cout << info.name << "\n";
-/// auto w = reader.load("norm.weight");                                  // reads that tensor only
-/// \endcode
-///
-/// The writer produces the same bytes as the project's Python reference writer (keys sorted,
-/// compact JSON with `ensure_ascii` escapes, `__metadata__` last, header padded with spaces to
-/// a multiple of 8); several metadata entries come in key order, as a Python dict built in
-/// that order gives. The reader validates like the safetensors loader and refuses anything
-/// malformed with a tracetorch::Error naming the file and the cause. Where it differs: it
-/// also refuses duplicate JSON keys (the safetensors loader keeps the last) and shapes whose
-/// nonzero dims overflow int64 even when another dim is 0 (LibTorch's strides would); like
-/// that loader it ignores unknown fields in an entry and reads `"__metadata__": null` as none.
-
-#include <torch/torch.h>
-
-#include <boost/json.hpp>
-#include <boost/json/basic_parser_impl.hpp>  // basic_parser is a template: its definitions live here
-
-#include <sys/stat.h>
-
-#include <algorithm>
-#include <bit>
-#include <cerrno>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <limits>
-#include <map>
-#include <memory>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <tuple>
-#include <unordered_set>
-#include <utility>
-#include <vector>
-
-// ---- begin tracetorch/detail/read_file.hpp ----
-// Opening files that come from outside (weights, input ids, configs, traces, the scanner's test
-// files): one check shared by every reader, so that each refuses the same things the same way.
-// A FIFO, socket or device is refused before it is opened for reading (opening a FIFO blocks
-// until a writer comes; a device can be read without end), a directory gets its own message,
-// and every read is bounded by a limit the caller states. Messages name the file and the cause,
-// never anything read from it. No LibTorch here: the trace reader and its fuzzer use it too.
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdint>
-#include <cstring>
-#include <filesystem>
-#include <string>
-#include <string_view>
-#include <utility>
-
-
-namespace tracetorch::detail {
-
-/// Read limits, stated in docs/reliability.md ("Reading files").
-inline constexpr std::uint64_t kMaxTraceJsonBytes = std::uint64_t(1) << 30;  ///< a trace JSON file: 1 GiB
-inline constexpr std::uint64_t kMaxConfigBytes = std::uint64_t(16) << 20;    ///< a config.json: 16 MiB
-inline constexpr std::uint64_t kMaxSourceBytes = std::uint64_t(64) << 20;    ///< a scanned test file: 64 MiB
-
-/// A file refused before reading: `path` and `cause` apart, so that a tool can word the line
-/// its own way; what() is "tracetorch: <path>: <cause>".
-class FileRefused : public Error {
- public:
-  FileRefused(std::filesystem::path path, std::string cause)
-      : Error("tracetorch: " + path.string() + ": " + cause), path_(std::move(path)), cause_(std::move(cause)) {}
-  const std::filesystem::path& path() const { return path_; }
-  const std::string& cause() const { return cause_; }
-
- private:
-  std::filesystem::path path_;
-  std::string cause_;
-};
-
-/// What kind of file `mode` is, as a message says it, or empty for a regular file.
-inline std::string not_a_regular_file(mode_t mode) {
-  if (S_ISREG(mode)) return {};
-  if (S_ISDIR(mode)) return "is a directory, not a file";
-  if (S_ISFIFO(mode)) return "is a FIFO (named pipe), not a regular file: refused, reading it could wait forever";
-  if (S_ISSOCK(mode)) return "is a socket, not a regular file: refused";
-  if (S_ISCHR(mode)) return "is a character device, not a regular file: refused";
-  if (S_ISBLK(mode)) return "is a block device, not a regular file: refused";
-  return "is not a regular file: refused";
-}
-
-/// A file descriptor open for reading, closed on scope exit, with the file's size at open.
-class ReadableFile {
- public:
-  ReadableFile() = default;
-  ReadableFile(int fd, std::uint64_t size) : fd_(fd), size_(size) {}
-  ReadableFile(ReadableFile&& other) noexcept : fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
-  ReadableFile& operator=(ReadableFile&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    size_ = other.size_;
-    return *this;
-  }
-  ~ReadableFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int fd() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  std::uint64_t size() const { return size_; }
-
- private:
-  int fd_ = -1;
-  std::uint64_t size_ = 0;
-};
-
-/// Opens `path` for reading if it is a regular file of at most `max_bytes` (`what` names the
-/// kind in the message: "a trace JSON file"); else throws FileRefused. The type is checked
-/// before the open (stat) and again on the open file (fstat), and the open is non-blocking,
-/// so a FIFO put in its place between the two is refused too, without waiting for a writer.
-inline ReadableFile open_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) throw FileRefused(path, std::string("cannot open: ") + std::strerror(errno));
-  if (auto why = not_a_regular_file(info.st_mode); !why.empty()) throw FileRefused(path, why);
-  ReadableFile file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), 0);
-  if (file.fd() < 0) throw FileRefused(path, std::string("cannot open: ") + std::strerror(errno));
-  if (::fstat(file.fd(), &info) != 0) throw FileRefused(path, std::string("cannot stat: ") + std::strerror(errno));
-  if (auto why = not_a_regular_file(info.st_mode); !why.empty()) throw FileRefused(path, why);
-  const auto size = static_cast<std::uint64_t>(info.st_size);
-  if (size > max_bytes) {
-    throw FileRefused(path, "is " + std::to_string(size) + " bytes, more than the limit of " + std::to_string(max_bytes) +
-                                " bytes for " + std::string(what));
-  }
-  return {file.release(), size};
-}
-
-/// The whole of a regular file of at most `max_bytes` (see open_regular_file). Reads the size
-/// it had when opened and no more, so a file that grows meanwhile cannot make it read without
-/// bound; one that shrinks is an error.
-inline std::string read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what) {
-  const ReadableFile file = open_regular_file(path, max_bytes, what);
-  std::string text(static_cast<std::size_t>(file.size()), '\0');
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(file.fd(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw FileRefused(path, std::string("cannot read: ") + std::strerror(errno));
-    if (n == 0) throw FileRefused(path, "cannot read: the file became shorter while it was read");
-    done += static_cast<std::size_t>(n);
-  }
-  return text;
-}
-
-/// Whether `path` lies inside `dir`, both made canonical (symbolic links resolved). Checked for
-/// a file named inside a trace directory: a symbolic link there may point within the directory,
-/// never out of it. A missing file is left to the open that follows to report.
-inline void refuse_link_out_of(const std::filesystem::path& dir, const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) return;
-  const auto target = std::filesystem::canonical(path, ec);
-  if (ec) throw FileRefused(path, "is a symbolic link that cannot be resolved: not followed");
-  const auto base = std::filesystem::canonical(dir, ec);
-  const auto inside = !ec && target.parent_path() == base;
-  if (!inside) throw FileRefused(path, "is a symbolic link out of the trace directory: not followed");
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/read_file.hpp ----
-
-namespace tracetorch::safetensors {
-
-/// Tensors to save, by name (any order: the file holds them sorted).
-using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
-
-/// One tensor's header entry.
-struct TensorInfo {
-  std::string name;
-  c10::ScalarType dtype = c10::ScalarType::Undefined;
-  std::vector<int64_t> shape;
-  std::uint64_t begin = 0;  ///< data_offsets[0], relative to Header::data_start
-  std::uint64_t end = 0;    ///< data_offsets[1]
-};
-
-/// A validated header.
-struct Header {
-  std::vector<TensorInfo> tensors;  ///< in data-offset order
-  std::map<std::string, std::string> metadata;
-  std::uint64_t data_start = 0;  ///< 8 + header length: where data offset 0 lies in the file
-  std::uint64_t file_size = 0;
-};
-
-}  // namespace tracetorch::safetensors
-
-namespace tracetorch::detail {
-
-// The data is written and read as raw bytes in host order; the format is little-endian.
-static_assert(std::endian::native == std::endian::little, "tracetorch's safetensors I/O assumes a little-endian host");
-
-/// The reference loader refuses longer headers; so does this one (it bounds the allocation).
-inline constexpr std::uint64_t kSafetensorsMaxHeader = 100'000'000;
-
-struct SafetensorsDtype {
-  std::string_view name;
-  c10::ScalarType type;
-  std::uint64_t size;
-};
-
-inline constexpr SafetensorsDtype kSafetensorsDtypes[] = {
-    {"F64", c10::ScalarType::Double, 8},   {"F32", c10::ScalarType::Float, 4},
-    {"F16", c10::ScalarType::Half, 2},     {"BF16", c10::ScalarType::BFloat16, 2},
-    {"I64", c10::ScalarType::Long, 8},     {"I32", c10::ScalarType::Int, 4},
-    {"I16", c10::ScalarType::Short, 2},    {"I8", c10::ScalarType::Char, 1},
-    {"U8", c10::ScalarType::Byte, 1},      {"BOOL", c10::ScalarType::Bool, 1},
-    {"C64", c10::ScalarType::ComplexFloat, 8},
-};
-
-inline const SafetensorsDtype* safetensors_dtype(std::string_view name) {
-  for (const auto& d : kSafetensorsDtypes) {
-    if (d.name == name) return &d;
-  }
-  return nullptr;
-}
-
-inline const SafetensorsDtype* safetensors_dtype(c10::ScalarType type) {
-  for (const auto& d : kSafetensorsDtypes) {
-    if (d.type == type) return &d;
-  }
-  return nullptr;
-}
-
-/// A name or value as it appears in an error message: quoted, control bytes escaped, and cut
-/// short, since hostile headers can hold megabyte-long or binary keys.
-inline std::string quoted_for_message(std::string_view text) {
-  constexpr std::size_t kMax = 200;
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMax) out += "...";
-  return out + "\"";
-}
-
-/// A JSON value for an error message, cut short like quoted_for_message.
-inline std::string json_for_message(const boost::json::value& value) {
-  std::string text = boost::json::serialize(value);
-  if (text.size() > 80) text = text.substr(0, 80) + "...";
-  return text;
-}
-
-template <class Int>
-std::string shape_for_message(const std::vector<Int>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
-}
-
-/// Appends `utf8` as a JSON string the way Python's json.dumps does by default
-/// (ensure_ascii): everything outside printable ASCII as a lowercase \uXXXX escape, surrogate
-/// pairs above U+FFFF. Returns false, leaving `out` partly written, for invalid UTF-8.
-inline bool append_ascii_json_string(std::string& out, std::string_view utf8) {
-  static constexpr char hex[] = "0123456789abcdef";
-  const auto u_escape = [&](std::uint32_t unit) {
-    out += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 15];
-  };
-  out += '"';
-  for (std::size_t i = 0; i < utf8.size();) {
-    const auto lead = static_cast<unsigned char>(utf8[i]);
-    std::uint32_t cp = 0;
-    std::size_t length = 1;
-    if (lead < 0x80) {
-      cp = lead;
-    } else {
-      std::uint32_t min = 0;
-      if ((lead & 0xe0) == 0xc0) {
-        length = 2, cp = lead & 0x1f, min = 0x80;
-      } else if ((lead & 0xf0) == 0xe0) {
-        length = 3, cp = lead & 0x0f, min = 0x800;
-      } else if ((lead & 0xf8) == 0xf0) {
-        length = 4, cp = lead & 0x07, min = 0x10000;
-      } else {
-        return false;
-      }
-      if (utf8.size() - i < length) return false;
-      for (std::size_t k = 1; k < length; ++k) {
-        const auto c = static_cast<unsigned char>(utf8[i + k]);
-        if ((c & 0xc0) != 0x80) return false;
-        cp = (cp << 6) | (c & 0x3f);
-      }
-      // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not Unicode text.
-      if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return false;
-    }
-    i += length;
-    switch (cp) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (cp >= 0x20 && cp < 0x7f) {
-          out += static_cast<char>(cp);
-        } else if (cp < 0x10000) {
-          u_escape(cp);
-        } else {
-          u_escape(0xd800 + ((cp - 0x10000) >> 10));
-          u_escape(0xdc00 + ((cp - 0x10000) & 0x3ff));
-        }
-    }
-  }
-  out += '"';
-  return true;
-}
-
-/// Boost.JSON's parser keeps the last of duplicate keys; the header must not have any (two
-/// entries for one tensor name are ambiguous). This handler builds the value as
-/// boost::json::parser does and stops at the first key seen twice in one object.
-class UniqueKeyJsonHandler {
- public:
-  static constexpr std::size_t max_object_size = std::size_t(-1);
-  static constexpr std::size_t max_array_size = std::size_t(-1);
-  static constexpr std::size_t max_key_size = std::size_t(-1);
-  static constexpr std::size_t max_string_size = std::size_t(-1);
-
-  boost::json::value_stack stack;
-  std::optional<std::string> duplicate_key;
-
-  bool on_document_begin(boost::json::error_code&) { return true; }
-  bool on_document_end(boost::json::error_code&) { return true; }
-  bool on_object_begin(boost::json::error_code&) {
-    keys_.emplace_back();
-    return true;
-  }
-  bool on_object_end(std::size_t n, boost::json::error_code&) {
-    keys_.pop_back();
-    stack.push_object(n);
-    return true;
-  }
-  bool on_array_begin(boost::json::error_code&) { return true; }
-  bool on_array_end(std::size_t n, boost::json::error_code&) {
-    stack.push_array(n);
-    return true;
-  }
-  bool on_key_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
-    stack.push_chars(s);
-    key_.append(s.data(), s.size());
-    return true;
-  }
-  bool on_key(boost::json::string_view s, std::size_t, boost::json::error_code& ec) {
-    stack.push_key(s);
-    key_.append(s.data(), s.size());
-    if (!keys_.back().insert(key_).second) {
-      duplicate_key = std::move(key_);
-      ec = boost::json::error::syntax;  // any error stops the parser; duplicate_key says which
-      return false;
-    }
-    key_.clear();
-    return true;
-  }
-  bool on_string_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
-    stack.push_chars(s);
-    return true;
-  }
-  bool on_string(boost::json::string_view s, std::size_t, boost::json::error_code&) {
-    stack.push_string(s);
-    return true;
-  }
-  bool on_number_part(boost::json::string_view, boost::json::error_code&) { return true; }
-  bool on_int64(std::int64_t i, boost::json::string_view, boost::json::error_code&) {
-    stack.push_int64(i);
-    return true;
-  }
-  bool on_uint64(std::uint64_t u, boost::json::string_view, boost::json::error_code&) {
-    stack.push_uint64(u);
-    return true;
-  }
-  bool on_double(double d, boost::json::string_view, boost::json::error_code&) {
-    stack.push_double(d);
-    return true;
-  }
-  bool on_bool(bool b, boost::json::error_code&) {
-    stack.push_bool(b);
-    return true;
-  }
-  bool on_null(boost::json::error_code&) {
-    stack.push_null();
-    return true;
-  }
-  bool on_comment_part(boost::json::string_view, boost::json::error_code&) { return true; }
-  bool on_comment(boost::json::string_view, boost::json::error_code&) { return true; }
-
- private:
-  std::vector<std::unordered_set<std::string>> keys_;  // one set per open object
-  std::string key_;                                    // the key being assembled from parts
-};
-
-class SafetensorsHeaderParser {
- public:
-  explicit SafetensorsHeaderParser(std::string_view file) : file_(file) {}
-
-  [[noreturn]] void fail(const std::string& cause) const {
-    throw Error("tracetorch: " + std::string(file_) + ": " + cause);
-  }
-  [[noreturn]] void fail(const std::string& tensor, const std::string& cause) const {
-    fail("tensor " + quoted_for_message(tensor) + ": " + cause);
-  }
-
-  boost::json::value parse_json(std::string_view text) const {
-    boost::json::basic_parser<UniqueKeyJsonHandler> parser(boost::json::parse_options{});
-    parser.handler().stack.reset();
-    boost::json::error_code ec;
-    const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
-    if (const auto& key = parser.handler().duplicate_key) fail("header has duplicate key " + quoted_for_message(*key));
-    if (!ec && used < text.size()) ec = boost::json::error::extra_data;
-    if (ec) fail("header is not valid JSON: " + ec.message());
-    return parser.handler().stack.release();
-  }
-
-  std::uint64_t unsigned_integer(const boost::json::value& v, const std::string& tensor, const char* what) const {
-    if (const auto* u = v.if_uint64()) return *u;
-    if (const auto* i = v.if_int64(); i && *i >= 0) return static_cast<std::uint64_t>(*i);
-    fail(tensor, std::string(what) + " is " + json_for_message(v) + ", not a non-negative integer");
-  }
-
-  const boost::json::value& field(const boost::json::object& entry, const std::string& tensor, const char* key) const {
-    const auto* value = entry.if_contains(key);
-    if (value == nullptr) fail(tensor, std::string("entry has no \"") + key + "\"");
-    return *value;
-  }
-
-  safetensors::TensorInfo entry(const std::string& name, const boost::json::value& value) const {
-    const auto* object = value.if_object();
-    if (object == nullptr) fail(name, "entry is " + json_for_message(value) + ", not an object");
-    safetensors::TensorInfo info;
-    info.name = name;
-
-    const auto& dtype_value = field(*object, name, "dtype");
-    const auto* dtype_name = dtype_value.if_string();
-    if (dtype_name == nullptr) fail(name, "\"dtype\" is " + json_for_message(dtype_value) + ", not a string");
-    const auto* dtype = safetensors_dtype(std::string_view(*dtype_name));
-    if (dtype == nullptr) {
-      static constexpr std::string_view no_libtorch_type[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2"};
-      const bool known = std::find(std::begin(no_libtorch_type), std::end(no_libtorch_type),
-                                   std::string_view(*dtype_name)) != std::end(no_libtorch_type);
-      fail(name, (known ? "dtype " + std::string(*dtype_name) + " has no LibTorch equivalent"
-                        : "unknown dtype " + quoted_for_message(*dtype_name)));
-    }
-    info.dtype = dtype->type;
-
-    const auto& shape_value = field(*object, name, "shape");
-    const auto* shape = shape_value.if_array();
-    if (shape == nullptr) fail(name, "\"shape\" is " + json_for_message(shape_value) + ", not an array");
-    // The product of the nonzero dims also bounds the strides LibTorch computes, so it must
-    // fit in int64 even where a zero dim makes the element count 0.
-    constexpr auto kMaxProduct = static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max());
-    std::uint64_t nonzero_product = 1;
-    bool has_zero = false, overflow = false;
-    for (std::size_t i = 0; i < shape->size(); ++i) {
-      const std::string what = "shape[" + std::to_string(i) + "]";
-      const std::uint64_t dim = unsigned_integer((*shape)[i], name, what.c_str());
-      info.shape.push_back(static_cast<int64_t>(dim));  // wraps only where overflow is set
-      if (dim == 0) {
-        has_zero = true;
-      } else if (overflow || dim > kMaxProduct / nonzero_product) {
-        overflow = true;
-      } else {
-        nonzero_product *= dim;
-      }
-    }
-    if (overflow || nonzero_product > kMaxProduct / dtype->size) {
-      std::vector<std::uint64_t> dims;
-      for (const auto& dim : *shape) dims.push_back(dim.to_number<std::uint64_t>());
-      fail(name, "shape " + shape_for_message(dims) + " has too many elements (its byte size overflows int64)");
-    }
-    const std::uint64_t elements = has_zero ? 0 : nonzero_product;
-
-    const auto& offsets_value = field(*object, name, "data_offsets");
-    const auto* offsets = offsets_value.if_array();
-    if (offsets == nullptr || offsets->size() != 2) {
-      fail(name, "\"data_offsets\" is " + json_for_message(offsets_value) + ", not [begin, end]");
-    }
-    info.begin = unsigned_integer((*offsets)[0], name, "data_offsets[0]");
-    info.end = unsigned_integer((*offsets)[1], name, "data_offsets[1]");
-    if (info.end < info.begin) fail(name, "data_offsets " + offsets_for_message(info) + " end before they begin");
-    // Checked here, where the element count is at hand; the order checks come later.
-    const std::uint64_t needed = elements * dtype->size;
-    if (info.end - info.begin != needed) {
-      fail(name, "data_offsets " + offsets_for_message(info) + " hold " + std::to_string(info.end - info.begin) +
-                     " bytes but shape " + shape_for_message(info.shape) + " of " + std::string(dtype->name) +
-                     " needs " + std::to_string(needed));
-    }
-    return info;
-  }
-
-  std::map<std::string, std::string> metadata(const boost::json::value& value) const {
-    std::map<std::string, std::string> out;
-    if (value.is_null()) return out;  // the safetensors loader reads null as "no metadata"
-    const auto* object = value.if_object();
-    if (object == nullptr) fail("\"__metadata__\" is " + json_for_message(value) + ", not an object of strings");
-    for (const auto& [key, item] : *object) {
-      const auto* text = item.if_string();
-      if (text == nullptr) {
-        fail("\"__metadata__\" value for " + quoted_for_message(key) + " is " + json_for_message(item) +
-             ", not a string");
-      }
-      out.emplace(std::string(key), std::string(*text));
-    }
-    return out;
-  }
-
-  static std::string offsets_for_message(const safetensors::TensorInfo& info) {
-    return "[" + std::to_string(info.begin) + ", " + std::to_string(info.end) + "]";
-  }
-
- private:
-  std::string_view file_;
-};
-
-/// An open file, closed on scope exit.
-struct FileCloser {
-  void operator()(std::FILE* file) const noexcept { std::fclose(file); }
-};
-using UniqueFile = std::unique_ptr<std::FILE, FileCloser>;
-
-/// Opens `path` for reading and returns it with its size: a regular file (read_file.hpp's
-/// check, so a FIFO or device is refused before it is opened). No size limit here: the header
-/// is at most kSafetensorsMaxHeader bytes and each tensor is read as the checked header says.
-inline std::pair<UniqueFile, std::uint64_t> open_for_reading(const std::filesystem::path& path) {
-  ReadableFile file = open_regular_file(path, std::numeric_limits<std::uint64_t>::max(), "a safetensors file");
-  UniqueFile stream(::fdopen(file.fd(), "rb"));
-  if (!stream) throw Error("tracetorch: " + path.string() + ": cannot open: " + std::strerror(errno));
-  file.release();  // the stream owns it now
-  return {std::move(stream), file.size()};
-}
-
-/// Reads exactly `size` bytes at `offset`; a short read means the file changed under us.
-inline void read_exactly(std::FILE* file, const std::filesystem::path& path, std::uint64_t offset, void* out,
-                         std::uint64_t size) {
-  if (size == 0) return;
-  if (offset > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) ||
-      ::fseeko(file, static_cast<off_t>(offset), SEEK_SET) != 0) {
-    throw Error("tracetorch: " + path.string() + ": cannot seek to byte " + std::to_string(offset) + ": " +
-                std::strerror(errno));
-  }
-  if (std::fread(out, 1, size, file) != size) {
-    const std::string why = std::ferror(file) ? std::strerror(errno) : "the file is shorter than its header says";
-    throw Error("tracetorch: " + path.string() + ": cannot read " + std::to_string(size) + " bytes at byte " +
-                std::to_string(offset) + ": " + why);
-  }
-}
-
-[[noreturn]] inline void save_failed(const std::filesystem::path& path, const std::string& cause) {
-  throw Error("tracetorch: cannot save " + path.string() + ": " + cause);
-}
-
-inline std::uint64_t read_u64_le(const unsigned char* bytes) {
-  std::uint64_t value = 0;
-  for (int i = 7; i >= 0; --i) value = (value << 8) | bytes[i];
-  return value;
-}
-
-/// The header length, checked against the limit and the file size.
-inline std::uint64_t safetensors_header_length(std::span<const unsigned char> bytes, std::uint64_t file_size,
-                                               std::string_view file) {
-  const SafetensorsHeaderParser parser(file);
-  if (file_size < 8) {
-    parser.fail("file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
-  }
-  if (bytes.size() < 8) parser.fail("parse_header needs the file's first 8 bytes");
-  const std::uint64_t length = read_u64_le(bytes.data());
-  if (length > kSafetensorsMaxHeader) {
-    parser.fail("header length " + std::to_string(length) + " exceeds the limit of " +
-                std::to_string(kSafetensorsMaxHeader) + " bytes");
-  }
-  if (length > file_size - 8) {
-    parser.fail("header length " + std::to_string(length) + " runs past the end of the file (" +
-                std::to_string(file_size) + " bytes)");
-  }
-  return length;
-}
-
-}  // namespace tracetorch::detail
-
-namespace tracetorch::safetensors {
-
-/// Parses and validates a header from the first bytes of a file of `file_size` bytes.
-/// `bytes` must hold at least the 8-byte length and the header it announces (the whole file
-/// will do). Pure: reads nothing else, so it suits a fuzzer. Everything the header and the
-/// file size determine is checked: limits, JSON, fields, dtypes, shapes, offsets contiguous
-/// from 0, sizes, and that the last tensor ends exactly at the end of the file.
-/// Throws tracetorch::Error("tracetorch: <file_name>: <cause>") on any violation.
-inline Header parse_header(std::span<const unsigned char> bytes, std::uint64_t file_size, std::string_view file_name) {
-  const detail::SafetensorsHeaderParser parser(file_name);
-  const std::uint64_t length = detail::safetensors_header_length(bytes, file_size, file_name);
-  if (bytes.size() - 8 < length) {
-    parser.fail("parse_header needs the file's first " + std::to_string(8 + length) + " bytes, got " +
-                std::to_string(bytes.size()));
-  }
-  Header header;
-  header.data_start = 8 + length;
-  header.file_size = file_size;
-  const std::uint64_t data_size = file_size - header.data_start;
-
-  const auto json = parser.parse_json({reinterpret_cast<const char*>(bytes.data()) + 8, length});
-  const auto* object = json.if_object();
-  if (object == nullptr) parser.fail("header is " + detail::json_for_message(json) + ", not a JSON object");
-  for (const auto& [key, value] : *object) {
-    if (key == "__metadata__") {
-      header.metadata = parser.metadata(value);
-    } else {
-      header.tensors.push_back(parser.entry(std::string(key), value));
-    }
-  }
-
-  // Like the reference loader: in data order the tensors must tile the data exactly.
-  std::sort(header.tensors.begin(), header.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
-    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
-  });
-  std::uint64_t expected = 0;
-  const TensorInfo* previous = nullptr;
-  for (const auto& info : header.tensors) {
-    const std::string offsets = "data_offsets " + detail::SafetensorsHeaderParser::offsets_for_message(info);
-    if (info.begin > expected) {
-      parser.fail(info.name, offsets + " leave bytes " + std::to_string(expected) + ".." + std::to_string(info.begin) +
-                                 " unused (tensor data must be contiguous from 0)");
-    }
-    if (info.begin < expected) {
-      parser.fail(info.name, offsets + " overlap tensor " + detail::quoted_for_message(previous->name) +
-                                 ", which ends at " + std::to_string(expected));
-    }
-    if (info.end > data_size) {
-      parser.fail(info.name, offsets + " run past the end of the data (" + std::to_string(data_size) + " bytes)");
-    }
-    expected = info.end;
-    previous = &info;
-  }
-  if (expected != data_size) {
-    parser.fail(std::to_string(data_size - expected) + " trailing bytes after the last tensor (data is " +
-                std::to_string(data_size) + " bytes, tensors end at " + std::to_string(expected) + ")");
-  }
-  return header;
-}
-
-/// A safetensors file whose header has been read and validated; tensors are read one at a
-/// time on request, so memory stays bounded by the largest tensor asked for. Each load()
-/// reopens the file (load() is const and safe to call from several threads) and refuses to
-/// read if the file's size changed since the header was parsed.
-class Reader {
- public:
-  explicit Reader(std::filesystem::path path) : path_(std::move(path)) {
-    auto [file, size] = detail::open_for_reading(path_);
-    unsigned char prefix[8] = {};
-    const std::uint64_t available = std::min<std::uint64_t>(size, 8);
-    detail::read_exactly(file.get(), path_, 0, prefix, available);
-    const std::uint64_t length =
-        detail::safetensors_header_length(std::span<const unsigned char>(prefix, available), size, path_.string());
-    std::vector<unsigned char> bytes(8 + length);
-    std::copy(prefix, prefix + 8, bytes.begin());
-    detail::read_exactly(file.get(), path_, 8, bytes.data() + 8, length);
-    header_ = parse_header(bytes, size, path_.string());
-    for (std::size_t i = 0; i < header_.tensors.size(); ++i) index_.emplace(header_.tensors[i].name, i);
-  }
-
-  const std::filesystem::path& path() const { return path_; }
-  const Header& header() const { return header_; }
-  bool contains(std::string_view name) const { return index_.find(name) != index_.end(); }
-
-  /// The header entry of `name`; throws Error naming the file and tensor if there is none.
-  const TensorInfo& info(std::string_view name) const {
-    const auto found = index_.find(name);
-    if (found == index_.end()) {
-      throw Error("tracetorch: " + path_.string() + ": no tensor " + detail::quoted_for_message(name));
-    }
-    return header_.tensors[found->second];
-  }
-
-  /// Reads one tensor (CPU, contiguous, its stored dtype).
-  torch::Tensor load(std::string_view name) const {
-    const auto& wanted = info(name);
-    const auto file = open_unchanged();
-    return read(file.get(), wanted);
-  }
-
-  /// Reads every tensor, through one open file.
-  std::map<std::string, torch::Tensor> load_all() const {
-    std::map<std::string, torch::Tensor> out;
-    const auto file = open_unchanged();
-    for (const auto& info : header_.tensors) out.emplace(info.name, read(file.get(), info));
-    return out;
-  }
-
- private:
-  detail::UniqueFile open_unchanged() const {
-    auto [file, size] = detail::open_for_reading(path_);
-    if (size != header_.file_size) {
-      throw Error("tracetorch: " + path_.string() + ": file changed since its header was read (" +
-                  std::to_string(header_.file_size) + " bytes then, " + std::to_string(size) + " now)");
-    }
-    return std::move(file);
-  }
-
-  torch::Tensor read(std::FILE* file, const TensorInfo& info) const {
-    // BOOL is read as bytes and compared with 0: a stored byte other than 0/1 must not become
-    // an invalid bool (the reference loader does the same via .to(torch.bool)).
-    const bool is_bool = info.dtype == c10::ScalarType::Bool;
-    auto tensor = torch::empty(info.shape, torch::TensorOptions().dtype(is_bool ? c10::ScalarType::Byte : info.dtype));
-    if (info.end != info.begin) {
-      detail::read_exactly(file, path_, header_.data_start + info.begin, tensor.data_ptr(), info.end - info.begin);
-    }
-    return is_bool ? tensor.ne(0) : tensor;
-  }
-
-  std::filesystem::path path_;
-  Header header_;
-  std::map<std::string, std::size_t, std::less<>> index_;
-};
-
-/// Every tensor in the file, by name.
-inline std::map<std::string, torch::Tensor> load(const std::filesystem::path& path) { return Reader(path).load_all(); }
-
-/// The tensor stored under `key` (the debugger's per-tensor files use "data").
-inline torch::Tensor load_single(const std::filesystem::path& path, std::string_view key = "data") {
-  return Reader(path).load(key);
-}
-
-}  // namespace tracetorch::safetensors
-
-namespace tracetorch::detail {
-
-/// The whole file into `writer`; `path` names the file in errors. Nothing is written before
-/// everything is checked.
-inline void write_safetensors(AtomicFileWriter& writer, const std::filesystem::path& path,
-                              const safetensors::NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
-  std::vector<const std::pair<std::string, torch::Tensor>*> sorted;
-  sorted.reserve(tensors.size());
-  for (const auto& item : tensors) sorted.push_back(&item);
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-
-  // Everything is checked before the file is created, so a refused save leaves nothing.
-  std::string json = "{";
-  std::uint64_t offset = 0;
-  for (std::size_t i = 0; i < sorted.size(); ++i) {
-    const auto& [name, tensor] = *sorted[i];
-    const std::string tensor_name = "tensor " + detail::quoted_for_message(name);
-    if (i != 0 && sorted[i - 1]->first == name) {
-      detail::save_failed(path, "two tensors named " + detail::quoted_for_message(name));
-    }
-    if (name == "__metadata__") detail::save_failed(path, "\"__metadata__\" is reserved, not a tensor name");
-    if (!tensor.defined()) detail::save_failed(path, tensor_name + " is undefined");
-    if (tensor.layout() != c10::kStrided) detail::save_failed(path, tensor_name + " is not a dense (strided) tensor");
-    if (tensor.device().is_meta()) detail::save_failed(path, tensor_name + " is on the meta device and has no data");
-    const auto* dtype = detail::safetensors_dtype(tensor.scalar_type());
-    if (dtype == nullptr) {
-      detail::save_failed(path, tensor_name + " has dtype " + std::string(c10::toString(tensor.scalar_type())) +
-                                    ", which safetensors cannot store");
-    }
-    if (i != 0) json += ',';
-    if (!detail::append_ascii_json_string(json, name)) detail::save_failed(path, tensor_name + " is not valid UTF-8");
-    json += ":{\"dtype\":\"";
-    json += dtype->name;
-    json += "\",\"shape\":[";
-    for (int64_t d = 0; d < tensor.dim(); ++d) {
-      if (d != 0) json += ',';
-      json += std::to_string(tensor.size(d));
-    }
-    const auto bytes = static_cast<std::uint64_t>(tensor.numel()) * dtype->size;
-    json += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
-    offset += bytes;
-  }
-  if (!metadata.empty()) {
-    json += sorted.empty() ? "\"__metadata__\":{" : ",\"__metadata__\":{";
-    bool first = true;
-    for (const auto& [key, value] : metadata) {
-      if (!first) json += ',';
-      first = false;
-      const bool valid_key = detail::append_ascii_json_string(json, key);
-      json += ':';
-      if (!valid_key || !detail::append_ascii_json_string(json, value)) {
-        detail::save_failed(path, "metadata entry " + detail::quoted_for_message(key) + " is not valid UTF-8");
-      }
-    }
-    json += '}';
-  }
-  json += '}';
-  json.append((8 - json.size() % 8) % 8, ' ');
-
-  unsigned char length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(std::uint64_t(json.size()) >> (8 * i));
-
-  writer.write(length, sizeof length);
-  writer.write(json);
-  for (const auto* item : sorted) {
-    torch::Tensor tensor = item->second.detach();
-    if (tensor.numel() == 0) continue;
-    try {
-      // Lazy conjugate/negative views hold unmodified data; materialise them first.
-      if (tensor.is_conj() || tensor.is_neg()) tensor = tensor.resolve_conj().resolve_neg();
-      // A contiguous CPU tensor is written straight from its memory; anything else is copied
-      // once into a contiguous CPU tensor (one tensor at a time, so at most one copy is alive).
-      // Not tensor.to(kCPU, MemoryFormat::Contiguous): for a transposed CPU tensor that returns
-      // the tensor itself.
-      if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
-        tensor = torch::empty(tensor.sizes(), tensor.options().device(torch::kCPU)).copy_(tensor);
-      }
-    } catch (const c10::Error& e) {
-      detail::save_failed(path, "tensor " + detail::quoted_for_message(item->first) +
-                                    ": cannot copy to the CPU: " + e.what_without_backtrace());
-    }
-    writer.write(tensor.data_ptr(), static_cast<std::size_t>(tensor.numel()) * tensor.element_size());
-  }
-}
-
-}  // namespace tracetorch::detail
-
-namespace tracetorch::safetensors {
-
-/// Writes `tensors` (any device, layout strided, any strides) and `metadata` to `path`,
-/// byte for byte as the reference writer does: entries sorted by name, data in that order.
-/// The file appears only once complete (written beside it, then renamed). Throws Error for
-/// duplicate or invalid (non-UTF-8, "__metadata__") names, dtypes safetensors cannot hold,
-/// undefined or sparse tensors, and I/O failures.
-inline void save(const std::filesystem::path& path, const NamedTensors& tensors,
-                 const std::map<std::string, std::string>& metadata = {}) {
-  detail::AtomicFileWriter writer(path);
-  detail::write_safetensors(writer, path, tensors, metadata);
-  writer.commit();
-}
-
-/// Writes one tensor under the key "data", the layout of the debugger's per-tensor files.
-inline void save(const std::filesystem::path& path, const torch::Tensor& tensor) {
-  save(path, NamedTensors{{"data", tensor}});
-}
-
-}  // namespace tracetorch::safetensors
-// ---- end tracetorch/safetensors.hpp ----
 
 namespace tracetorch {
 
@@ -6238,130 +6711,6 @@ TRACETORCH_TRACEABLE_IMPL(Conv1D, Conv1DImpl);
 
 }  // namespace tracetorch::nn
 // ---- end tracetorch/nn/conv1d.hpp ----
-// ---- begin tracetorch/nn/state_dict.hpp ----
-/// \file
-/// PyTorch's state dict for LibTorch modules, with non-persistent buffers.
-///
-/// PyTorch's `register_buffer(name, tensor, persistent=False)` makes a buffer that moves with the
-/// module (`to()`, `named_buffers()`) but is left out of `state_dict()`, so checkpoints do not hold
-/// it: transformers' rotary `inv_freq`, GPT-2's causal `bias` mask in older versions. LibTorch
-/// has no such flag. A module that needs one derives from `tracetorch::nn::Module` (a
-/// `torch::nn::Module`) and registers the buffer with `{.persistent = false}`; `state_dict()` and
-/// `load_state_dict()` below, and the library's save/load test (testing.hpp), skip it.
-///
-/// \code
-/// struct RotaryImpl : tracetorch::nn::Module {
-///   RotaryImpl() { inv_freq = register_buffer("inv_freq", torch::ones({4}), {.persistent = false}); }
-///   torch::Tensor inv_freq;
-/// };
-/// tracetorch::nn::state_dict(*model);   // parameters and persistent buffers, PyTorch's order
-/// \endcode
-
-#include <torch/torch.h>
-
-#include <map>
-#include <set>
-#include <sstream>
-#include <string>
-#include <utility>
-#include <vector>
-
-
-namespace tracetorch::nn {
-
-/// The options of `Module::register_buffer`, PyTorch's keyword arguments.
-struct BufferOptions {
-  /// False: kept out of `state_dict()` (PyTorch's `persistent=False`).
-  bool persistent = true;
-};
-
-/// `torch::nn::Module` with PyTorch's `register_buffer(name, tensor, persistent=...)`. A virtual
-/// base, as in LibTorch's `Cloneable`, so `struct X : torch::nn::Cloneable<X>, tracetorch::nn::Module`
-/// also works.
-class Module : public virtual torch::nn::Module {
- public:
-  using torch::nn::Module::register_buffer;
-
-  /// Registers a buffer as LibTorch does (a name registered twice is LibTorch's error);
-  /// `{.persistent = false}` keeps it out of `state_dict()`.
-  torch::Tensor& register_buffer(std::string name, torch::Tensor tensor, BufferOptions options) {
-    const std::string key = name;
-    torch::Tensor& registered = torch::nn::Module::register_buffer(std::move(name), std::move(tensor));
-    if (!options.persistent) non_persistent_buffers_.insert(key);
-    return registered;
-  }
-
-  /// False for a buffer registered with `{.persistent = false}`; true for any other name.
-  bool is_persistent_buffer(const std::string& name) const { return non_persistent_buffers_.count(name) == 0; }
-
- private:
-  std::set<std::string> non_persistent_buffers_;
-};
-
-/// True unless `name` is a buffer of `module` registered with `{.persistent = false}`.
-inline bool is_persistent_buffer(const torch::nn::Module& module, const std::string& name) {
-  const auto* with_flags = dynamic_cast<const Module*>(&module);
-  return with_flags == nullptr || with_flags->is_persistent_buffer(name);
-}
-
-namespace detail {
-
-inline void collect_state_dict(const torch::nn::Module& module, const std::string& prefix,
-                               std::vector<std::pair<std::string, torch::Tensor>>& out) {
-  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
-    if (item.value().defined()) out.emplace_back(prefix + item.key(), item.value());
-  }
-  for (const auto& item : module.named_buffers(/*recurse=*/false)) {
-    if (item.value().defined() && is_persistent_buffer(module, item.key())) out.emplace_back(prefix + item.key(), item.value());
-  }
-  for (const auto& child : module.named_children()) collect_state_dict(*child.value(), prefix + child.key() + ".", out);
-}
-
-}  // namespace detail
-
-/// PyTorch's `module.state_dict()`: every defined parameter and persistent buffer by its dotted
-/// name, in PyTorch's order (a module's own parameters, then its own buffers, then each child's,
-/// depth first). The tensors are the module's own, not copies (`detach()` them to save).
-inline std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& module) {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  detail::collect_state_dict(module, "", out);
-  return out;
-}
-
-/// PyTorch's `module.load_state_dict(tensors, strict=True)`: copies each tensor into the
-/// parameter or persistent buffer of that name. A name the module lacks, one it has that `tensors`
-/// lacks, or a shape that differs is a tracetorch::Error naming the tensor and `source` (a file
-/// name, for the message); nothing is copied then. Non-persistent buffers are neither expected
-/// nor accepted, as in PyTorch.
-inline void load_state_dict(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors,
-                            const std::string& source = "state dict") {
-  const auto targets = state_dict(module);
-  std::set<std::string> expected;
-  for (const auto& [name, target] : targets) {
-    expected.insert(name);
-    const auto found = tensors.find(name);
-    if (found == tensors.end()) throw Error(source + ": missing tensor \"" + name + "\"");
-    if (found->second.sizes() != target.sizes()) {
-      std::ostringstream why;
-      why << source << ": tensor \"" << name << "\" has shape " << found->second.sizes() << " but the model expects "
-          << target.sizes();
-      throw Error(why.str());
-    }
-  }
-  for (const auto& [name, tensor] : tensors) {
-    if (expected.count(name) == 0) {
-      throw Error(source + ": unexpected tensor \"" + name + "\" (the model has no such parameter or persistent buffer)");
-    }
-  }
-  torch::NoGradGuard no_grad;
-  for (const auto& [name, target] : targets) {
-    torch::Tensor destination = target;
-    destination.copy_(tensors.at(name));
-  }
-}
-
-}  // namespace tracetorch::nn
-// ---- end tracetorch/nn/state_dict.hpp ----
 // ---- end tracetorch/nn.hpp ----
 // ---- begin tracetorch/patch_mapping.hpp ----
 /// \file
