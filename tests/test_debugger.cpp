@@ -99,6 +99,29 @@ void expect_same_trace(const boost::json::value& ours, const boost::json::value&
 
 DOCTEST_TEST_SUITE("debugger") {
 
+DOCTEST_TEST_CASE("a traced module called through its Impl is named by modules_not_called, not lost silently") {
+  struct LeafImpl : torch::nn::Module {
+    torch::Tensor forward(const torch::Tensor& x) { return x + 1; }
+  };
+  TRACETORCH_TRACEABLE_IMPL(Leaf, LeafImpl);
+  struct BypassImpl : torch::nn::Module {
+    BypassImpl() {
+      traced = register_module("traced", Leaf());
+      bypassed = register_module("bypassed", Leaf());
+    }
+    torch::Tensor forward(const torch::Tensor& x) { return static_cast<LeafImpl&>(*bypassed).forward(traced(x)); }
+    Leaf traced{nullptr}, bypassed{nullptr};
+  };
+  TRACETORCH_TRACEABLE_IMPL(Bypass, BypassImpl);
+  Bypass model;
+  TempDir dir;
+  auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path()});
+  DOCTEST_CHECK(guard.modules_not_called().empty());  // nothing traced yet
+  model(torch::ones({1}));
+  DOCTEST_CHECK(guard.modules_not_called() == std::vector<std::string>{"Bypass.bypassed"});
+}
+
+
 DOCTEST_TEST_CASE("the tiny Llama trace matches the Python reference, use_repr=true") {
   auto model = make_tiny_llama();
   const auto ids = tiny_input_ids();
@@ -107,6 +130,7 @@ DOCTEST_TEST_CASE("the tiny Llama trace matches the Python reference, use_repr=t
     auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .do_prune_layers = false});
     DOCTEST_CHECK(guard.untraced_modules().empty());
     model({.input_ids = ids});
+    DOCTEST_CHECK(guard.modules_not_called().empty());  // every module of the port ran traced
   }
   const auto ref_full = read_json(tiny_llama_dir() / "trace_repr" / "LlamaModel_debug_tree_FULL_TENSORS.json");
   const auto ours_full = read_json(dir / "LlamaModel_debug_tree_FULL_TENSORS.json");

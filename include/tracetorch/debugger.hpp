@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -469,6 +470,10 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     return true;
   }
 
+  /// The attachments whose calls finish_forward checks (set once, after attaching).
+  void watch(const AttachmentSet& attachments) noexcept { watched_ = &attachments; }
+  const std::vector<std::string>& modules_not_called() const noexcept { return not_called_; }
+
   /// The scope's end: no forward starts from now on, and one that another thread is recording
   /// runs to its end, whole, before this returns; only then are the attachments freed.
   /// (closing_ is set before owner_ is read, and on_enter claims owner_ before reading closing_:
@@ -710,6 +715,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   }
 
   void finish_forward(const CallResult& result) {
+    note_modules_not_called();
     CallNode root = std::move(forward_->stack.back());
     forward_->stack.pop_back();
     TraceJsonBuilder builder(root_name_ + "_outputs", *this, arena_.json_storage());
@@ -756,8 +762,30 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     file.finish();
   }
 
+  /// Traced modules that did not run through their traced forward in this forward: not called,
+  /// or called through their Impl (`static_cast<LayerImpl&>(*layer).forward(x)`), which no
+  /// observer can see. Warned about once per scope, on stderr, as the trace lacks them silently.
+  void note_modules_not_called() {
+    not_called_.clear();
+    if (watched_ == nullptr) return;
+    for (const auto& at : watched_->entries()) {
+      if (!at->is_root && !forward_->call_counts.contains(at.get())) not_called_.push_back(at->module_path);
+    }
+    if (not_called_.empty() || warned_not_called_) return;
+    warned_not_called_ = true;
+    const std::string warning = "tracetorch: warning: " + std::to_string(not_called_.size()) + " traced module(s) of " +
+                                root_name_ + " did not run through their traced forward in this forward (first: " +
+                                not_called_.front() +
+                                "); a module called through its Impl is missing from the trace "
+                                "(DebuggerScope::modules_not_called() lists them)\n";
+    std::fputs(warning.c_str(), stderr);
+  }
+
   std::string root_name_;
   DebuggerOptions options_;
+  const AttachmentSet* watched_ = nullptr;
+  std::vector<std::string> not_called_;
+  bool warned_not_called_ = false;
   std::atomic<std::thread::id> owner_{};
   std::atomic<bool> closing_{false};
   int nested_root_calls_ = 0;
@@ -820,6 +848,12 @@ class [[nodiscard]] DebuggerScope {
   /// Where the next forward writes _FULL_TENSORS.json / _SUMMARY.json (empty on other ranks).
   std::filesystem::path full_tensors_path() const { return session_ ? session_->full_tensors_path() : std::filesystem::path(); }
   std::filesystem::path summary_path() const { return session_ ? session_->summary_path() : std::filesystem::path(); }
+  /// Traced modules under the root that did not run through their traced forward in the last
+  /// traced forward: not called, or called through their Impl (then missing from the trace;
+  /// the first such forward also warns on stderr).
+  std::vector<std::string> modules_not_called() const {
+    return session_ ? session_->modules_not_called() : std::vector<std::string>();
+  }
 
  private:
   // Declared in this order so that the attachments are removed before the session dies.
@@ -871,6 +905,7 @@ inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& 
   }
   auto session = std::make_unique<detail::DebuggerSession>(root_name, std::move(options));
   attachments->attach(model, root_name, *session);
+  session->watch(*attachments);
   return DebuggerScope(detail::ScopeAccess(), std::move(session), std::move(attachments));
 }
 

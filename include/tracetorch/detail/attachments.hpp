@@ -76,6 +76,7 @@ class AttachmentSet {
   }
 
   bool empty() const noexcept { return attachments_.empty(); }
+  const std::vector<std::unique_ptr<Attachment>>& entries() const noexcept { return attachments_; }
   const std::vector<std::string>& untraced() const noexcept { return untraced_; }
 
  private:
