@@ -4,6 +4,9 @@
 
 #include "test_helpers.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <set>
 
 namespace {
@@ -166,6 +169,87 @@ DOCTEST_TEST_CASE("bad command lines and bad files are clear errors") {
   DOCTEST_CHECK(result.exit_code == 1);
   DOCTEST_CHECK(result.output.find("garbage.safetensors") != std::string::npos);
   DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out" / "LlamaModel_debug_tree_SUMMARY.json"));
+}
+
+/// The refusal must be one line on stderr (the tool's "llama_trace: error: ..."), exit 1.
+void expect_refused(const tracetorch_test::RunResult& result, const std::string& message) {
+  DOCTEST_CHECK_MESSAGE(result.exit_code == 1, result.output);
+  DOCTEST_CHECK_MESSAGE(result.output.find(message) != std::string::npos, result.output);
+  DOCTEST_CHECK_MESSAGE(std::count(result.output.begin(), result.output.end(), '\n') == 1, result.output);
+}
+
+DOCTEST_TEST_CASE("config sizes that are zero, negative, too large or overflow: one line, exit 1, nothing built") {
+  tracetorch_test::TempDir dir;
+  const std::string out = " --debug-path " + (dir / "out").string();
+  const auto with_config = [&](const std::string& json, const std::string& extra = "") {
+    std::ofstream(dir / "config.json") << json;
+    return run_llama_trace("--config " + (dir / "config.json").string() + extra + out);
+  };
+  expect_refused(with_config(R"({"hidden_size": 0})"), "config.json: hidden_size is 0: sizes must be positive");
+  expect_refused(with_config(R"({"vocab_size": -5})"), "vocab_size is -5: sizes must be positive");
+  expect_refused(with_config(R"({"num_hidden_layers": -1})"), "num_hidden_layers is -1: it must be >= 0");
+  expect_refused(with_config(R"({"max_position_embeddings": 0})"), "max_position_embeddings is 0");
+  expect_refused(with_config(R"({"rms_norm_eps": 0})"), "rms_norm_eps must be a finite number > 0");
+  expect_refused(with_config(R"({"vocab_size": 18446744073709551615})"), "\"vocab_size\" is 18446744073709551615, too large");
+  // hidden_size^2 overflows 64 bits: refused before LibTorch multiplies it.
+  expect_refused(with_config(R"({"hidden_size": 4294967296, "num_attention_heads": 1, "num_key_value_heads": 1})"),
+                 "the config's sizes for input ids [4, 30] overflow when multiplied: refused");
+  // Valid, but ~1 TB of weights: more than any test machine has.
+  expect_refused(with_config(R"({"vocab_size": 100000000, "hidden_size": 4096, "num_attention_heads": 32})"),
+                 "GiB: refused");
+  expect_refused(with_config(R"({"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+                                  "intermediate_size": 128, "vocab_size": 100})",
+                             " --batch 1000000 --seq 1000000"),
+                 "for input ids [1000000, 1000000]");
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+DOCTEST_TEST_CASE("input ids that are empty or out of range: one line, exit 1") {
+  tracetorch_test::TempDir dir;
+  const std::string args = "--config " + fixture("config.json") + " --debug-path " + (dir / "out").string() + " --input-ids ";
+  tracetorch::safetensors::save(dir / "empty.safetensors", tracetorch::safetensors::NamedTensors{{"input_ids", torch::zeros({2, 0}, torch::kInt64)}});
+  expect_refused(run_llama_trace(args + (dir / "empty.safetensors").string()), "input ids are empty (shape [2, 0])");
+  tracetorch::safetensors::save(dir / "rows.safetensors", tracetorch::safetensors::NamedTensors{{"input_ids", torch::zeros({0, 3}, torch::kInt64)}});
+  expect_refused(run_llama_trace(args + (dir / "rows.safetensors").string()), "input ids are empty (shape [0, 3])");
+  const auto vocab = tracetorch_test::read_json(fixture("config.json")).at("vocab_size").to_number<std::int64_t>();
+  tracetorch::safetensors::save(dir / "high.safetensors", tracetorch::safetensors::NamedTensors{{"input_ids", torch::full({1, 3}, vocab, torch::kInt64)}});
+  expect_refused(run_llama_trace(args + (dir / "high.safetensors").string()),
+                 "input ids outside [0, vocab_size=" + std::to_string(vocab) + "): min " + std::to_string(vocab));
+  tracetorch::safetensors::save(dir / "negative.safetensors", tracetorch::safetensors::NamedTensors{{"input_ids", torch::full({1, 3}, -1, torch::kInt64)}});
+  expect_refused(run_llama_trace(args + (dir / "negative.safetensors").string()), "input ids outside [0, vocab_size=");
+  tracetorch::safetensors::save(dir / "float.safetensors", tracetorch::safetensors::NamedTensors{{"input_ids", torch::zeros({1, 3})}});
+  expect_refused(run_llama_trace(args + (dir / "float.safetensors").string()), "input ids must be an int64 [batch, seq] tensor");
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+DOCTEST_TEST_CASE("RANK=1: rank 1 writes nothing, says so, exit 0") {
+  tracetorch_test::TempDir dir;
+  const auto result = tracetorch_test::run_program(std::string("RANK=1 ") + TRACETORCH_LLAMA_TRACE,
+                                                   fixture_arguments() + " --debug-path " + (dir / "out").string());
+  DOCTEST_CHECK_MESSAGE(result.exit_code == 0, result.output);
+  DOCTEST_CHECK(result.output == "llama_trace: RANK=1: rank 1 writes nothing (only rank 0 traces)\n");
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
+  const auto bad = tracetorch_test::run_program(std::string("RANK=one ") + TRACETORCH_LLAMA_TRACE,
+                                                fixture_arguments() + " --debug-path " + (dir / "out").string());
+  expect_refused(bad, "RANK=one is not an integer");
+}
+
+DOCTEST_TEST_CASE("a FIFO or a directory given as a file: refused at once, one line, exit 1") {
+  tracetorch_test::TempDir dir;
+  const auto fifo = dir / "pipe";
+  DOCTEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // `timeout` bounds the wait: a tool that opened the FIFO would block there until killed (exit 124).
+  const auto run = [&](const std::string& arguments) {
+    return tracetorch_test::run_program(std::string("timeout 60 ") + TRACETORCH_LLAMA_TRACE,
+                                        arguments + " --debug-path " + (dir / "out").string());
+  };
+  const std::string fifo_message = "pipe: is a FIFO (named pipe), not a regular file: refused";
+  expect_refused(run("--config " + fifo.string()), fifo_message);
+  expect_refused(run("--config " + fixture("config.json") + " --weights " + fifo.string()), fifo_message);
+  expect_refused(run("--config " + fixture("config.json") + " --input-ids " + fifo.string()), fifo_message);
+  expect_refused(run("--config " + dir.path().string()), ": is a directory, not a file");
+  expect_refused(run("--config " + fixture("config.json") + " --weights " + dir.path().string()), "is a directory, not a file");
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
 }
 
 }  // DOCTEST_TEST_SUITE
