@@ -603,7 +603,7 @@ inline void exit_attachments(const EnteredAttachments& entered, const CallResult
 /// shared lock, so no other thread can free an attachment while this one passes it; the
 /// attachments entered belong to observers that follow this thread, which keep them alive.
 template <class... A>
-EnteredAttachments enter_attachments(TracedModuleBase& module, const A&... args) {
+EnteredAttachments enter_attachments(const TracedModuleBase& module, const A&... args) {
   EnteredAttachments entered;
   const CallArgsOf<A...> view(args...);
   std::shared_lock lock(attachment_mutex());
@@ -622,7 +622,7 @@ EnteredAttachments enter_attachments(TracedModuleBase& module, const A&... args)
 /// Contract with the observers: once on_enter has returned true, exactly one of on_exit or
 /// on_unwind follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
 template <class R, class Call, class... A>
-[[gnu::noinline]] R traced_call(TracedModuleBase& module, Call&& call, const A&... args) {
+[[gnu::noinline]] R traced_call(const TracedModuleBase& module, Call&& call, const A&... args) {
   const EnteredAttachments entered = enter_attachments(module, args...);
   if (entered.empty()) return call();  // another thread's observers only
   const auto run = [&]() -> R {
