@@ -139,7 +139,8 @@ DOCTEST_TEST_CASE("the tiny Llama trace matches the Python reference, use_repr=t
   expect_same_trace(read_json(dir / "LlamaModel_debug_tree_SUMMARY.json"),
                     read_json(tiny_llama_dir() / "trace_repr" / "LlamaModel_debug_tree_SUMMARY.json"), "summary");
   // The integer input ids print exactly as Python prints them.
-  DOCTEST_CHECK(ours_full.at("inputs").at("args").at(0).at("value") == ref_full.at("inputs").at("args").at(0).at("value"));
+  DOCTEST_CHECK(ours_full.at("inputs").at("kwargs").at("input_ids").at("value") ==
+                ref_full.at("inputs").at("kwargs").at("input_ids").at("value"));
 }
 
 DOCTEST_TEST_CASE("the written JSON is byte-for-byte Python's json.dump(indent=2) layout") {
@@ -198,7 +199,7 @@ DOCTEST_TEST_CASE("use_repr=false writes transformers' file names and the same t
     }
     ++compared;
   }
-  DOCTEST_CHECK(compared == 126);
+  DOCTEST_CHECK(compared == 142);
   expect_same_trace(read_json(dir / "LlamaModel_debug_tree_FULL_TENSORS.json"),
                     read_json(ref_dir / "LlamaModel_debug_tree_FULL_TENSORS.json"), "root");
 }
@@ -388,17 +389,17 @@ DOCTEST_TEST_CASE("reuse_repeated_tensors: the trace is byte for byte the one wr
       model({.input_ids = tiny_input_ids()});
     }
     const auto with = tracetorch_test::snapshot(reused.path()), without = tracetorch_test::snapshot(apart.path());
-    DOCTEST_CHECK(with.size() == (use_repr ? 2u : 128u));
+    DOCTEST_CHECK(with.size() == (use_repr ? 2u : 144u));
     DOCTEST_CHECK(with == without);
     if (!use_repr) {
       // The normed hidden states go to self_attn, q_proj, k_proj and v_proj: one file, five names.
       const auto first = inode_of(reused / "LlamaModel.layers.0.input_layernorm_outputs.safetensors");
-      for (const char* name : {"self_attn_inputs_args_0", "self_attn.q_proj_inputs_args_0", "self_attn.k_proj_inputs_args_0",
+      for (const char* name : {"self_attn_inputs_kwargs_hidden_states", "self_attn.q_proj_inputs_args_0", "self_attn.k_proj_inputs_args_0",
                                "self_attn.v_proj_inputs_args_0"}) {
         DOCTEST_INFO(name);
         DOCTEST_CHECK(inode_of(reused / ("LlamaModel.layers.0." + std::string(name) + ".safetensors")) == first);
       }
-      DOCTEST_CHECK(inode_of(apart / "LlamaModel.layers.0.self_attn_inputs_args_0.safetensors") !=
+      DOCTEST_CHECK(inode_of(apart / "LlamaModel.layers.0.self_attn_inputs_kwargs_hidden_states.safetensors") !=
                     inode_of(apart / "LlamaModel.layers.0.input_layernorm_outputs.safetensors"));
     }
   }
@@ -534,7 +535,7 @@ DOCTEST_TEST_CASE("reuse_previous_files: later traces write over the files they 
   trace_files(model, reused.path(), inputs[1], true);
   const auto spares = spare_directories(reused.path());
   DOCTEST_REQUIRE(spares.size() == 1);
-  DOCTEST_CHECK(tracetorch_test::count_files(reused / spares[0]) == 126);  // the first trace's tensor files
+  DOCTEST_CHECK(tracetorch_test::count_files(reused / spares[0]) == 142);  // the first trace's tensor files
 
   trace_files(model, reused.path(), inputs[2], true);
   trace_files(model, fresh.path(), inputs[2], false);
@@ -544,7 +545,7 @@ DOCTEST_TEST_CASE("reuse_previous_files: later traces write over the files they 
   std::size_t written_over = 0;
   for (const auto& [name, inode] : first) written_over += inode_of(reused / name) == inode ? 1 : 0;
   DOCTEST_CHECK(written_over == first.size());
-  DOCTEST_CHECK(tracetorch_test::count_files(reused / spares[0]) == 126);  // the second trace's
+  DOCTEST_CHECK(tracetorch_test::count_files(reused / spares[0]) == 142);  // the second trace's
 }
 
 DOCTEST_TEST_CASE("reuse_previous_files: a replaced file still open or linked elsewhere is never written over") {
@@ -590,7 +591,7 @@ DOCTEST_TEST_CASE("reuse_previous_files=false: the replaced files are deleted at
   TempDir dir;
   for (const auto& ids : inputs) trace_files(model, dir.path(), ids, false);
   DOCTEST_CHECK(spare_directories(dir.path()).empty());
-  DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 128);
+  DOCTEST_CHECK(tracetorch_test::count_files(dir.path()) == 144);
 }
 
 DOCTEST_TEST_CASE("python json layout: escapes, empty containers, floats") {
