@@ -1267,7 +1267,12 @@ constexpr bool is_known_field(std::string_view field) {
 /// (An OutputRecorder written out defaults to 0, as upstream's dataclass does.)
 inline constexpr int field_default_index = std::numeric_limits<int>::min();
 constexpr int default_index_of(std::string_view field) {
-  return field.find("hidden_states") != std::string_view::npos ? 0 : 1;
+  // By hand: GCC's UBSan build does not take string_view::find as a constant expression here.
+  constexpr std::string_view key = "hidden_states";
+  for (std::size_t at = 0; at + key.size() <= field.size(); ++at) {
+    if (field.substr(at, key.size()) == key) return 0;
+  }
+  return 1;
 }
 /// cross_attentions follow output_attentions, as in transformers.
 constexpr OutputRole role_of(std::string_view field) {
