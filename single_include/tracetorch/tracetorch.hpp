@@ -28,7 +28,13 @@
 
 // ---- begin tracetorch/error.hpp ----
 /// \file
-/// The one exception type tracetorch throws for bad input and failed I/O.
+/// The one exception type tracetorch throws for bad input and failed I/O:
+/// `tracetorch::Error`, whose message names the file (where there is one) and the cause.
+
+// ---- begin tracetorch/detail/error.hpp ----
+/// \file
+/// Defines `tracetorch::Error` for the detail headers, which never include a public header;
+/// users include tracetorch/error.hpp.
 
 #include <stdexcept>
 #include <string>
@@ -43,6 +49,7 @@ class Error : public std::runtime_error {
 };
 
 }  // namespace tracetorch
+// ---- end tracetorch/detail/error.hpp ----
 // ---- end tracetorch/error.hpp ----
 
 namespace tracetorch {

@@ -14,7 +14,7 @@
 #include <sys/stat.h>  // lstat
 #include <unistd.h>
 
-#include "tracetorch/error.hpp"
+#include "tracetorch/detail/error.hpp"
 
 namespace tracetorch::detail {
 

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "tracetorch/error.hpp"
+#include "tracetorch/detail/error.hpp"
 
 namespace tracetorch::detail {
 

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <utility>
 
-#include "tracetorch/error.hpp"
+#include "tracetorch/detail/error.hpp"
 
 namespace tracetorch::detail {
 

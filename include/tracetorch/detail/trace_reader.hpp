@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "tracetorch/detail/read_file.hpp"
-#include "tracetorch/error.hpp"
+#include "tracetorch/detail/error.hpp"
 
 namespace tracetorch::detail {
 
