@@ -4,7 +4,10 @@
 // the self-attention and the cross-attention are the same class, BertAttention, told apart in
 // the record map by layer_name, as in transformers' BERT.
 
-#include <tracetorch/tracetorch.hpp>
+#include <tracetorch/capture.hpp>
+#include <tracetorch/error.hpp>
+#include <tracetorch/module.hpp>
+#include <tracetorch/nn.hpp>
 
 #include <cmath>
 #include <cstdint>

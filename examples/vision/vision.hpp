@@ -4,7 +4,10 @@
 // attention.{attention.{query, key, value}, output.dense}, layernorm_after, intermediate.dense,
 // intermediate.intermediate_act_fn, output.dense}, layernorm): pixel_values in, no input_ids.
 
-#include <tracetorch/tracetorch.hpp>
+#include <tracetorch/capture.hpp>
+#include <tracetorch/error.hpp>
+#include <tracetorch/module.hpp>
+#include <tracetorch/nn.hpp>
 
 #include <cmath>
 #include <cstdint>

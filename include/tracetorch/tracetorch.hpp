@@ -7,6 +7,7 @@
 #include "tracetorch/cache.hpp"
 #include "tracetorch/capture.hpp"
 #include "tracetorch/checkpoint.hpp"
+#include "tracetorch/config.hpp"
 #include "tracetorch/debugger.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/keywords.hpp"

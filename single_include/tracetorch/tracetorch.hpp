@@ -756,6 +756,41 @@ class AttachmentSet {
 /// TRACEABLE(Mlp);   // holder `Mlp`, registered name "Mlp"
 /// \endcode
 
+#include <type_traits>
+
+// ---- begin tracetorch/config.hpp ----
+/// \file
+/// The configuration macros, all in one place. Define them before the first tracetorch include,
+/// the same in every translation unit of a program (as doctest's DOCTEST_CONFIG_* macros).
+///
+/// - `TRACETORCH_DISABLE`: tracing compiled out. `TRACEABLE` gives LibTorch's plain holder with
+///   the same call operators, the debugger and capture become no-ops that still compile
+///   (the test "TRACETORCH_DISABLE compiles tracing out" shows it).
+/// - `TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES`: `TRACEABLE` is left undefined; use
+///   `TRACETORCH_TRACEABLE` (the compile-error test no_short_macro_names shows it).
+///
+/// \code
+/// #define TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES
+/// #include <tracetorch/tracetorch.hpp>
+/// struct MlpImpl : torch::nn::Module { torch::Tensor forward(torch::Tensor x) { return x; } };
+/// TRACETORCH_TRACEABLE(Mlp);
+/// \endcode
+// ---- end tracetorch/config.hpp ----
+// ---- begin tracetorch/detail/module/holder.hpp ----
+/// \file
+/// The holders `TRACEABLE` defines (`TracedHolder`, and `PlainHolder` under TRACETORCH_DISABLE):
+/// `torch::nn::ModuleHolder` with call operators of forward's exact parameter types.
+
+#include <torch/torch.h>
+
+#include <type_traits>
+#include <utility>
+
+// ---- begin tracetorch/detail/module/traced.hpp ----
+/// \file
+/// `Traced<Impl, Name>`: the class derived from a user's `Impl` whose `forward` has the exact
+/// signature of `Impl::forward` and hands the call to the attached observers (detail/call.hpp).
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -975,6 +1010,11 @@ TRACETORCH_DETAIL_TRACED(const noexcept);
 #undef TRACETORCH_DETAIL_TRACED
 #undef TRACETORCH_DETAIL_FORWARD_BODY
 
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/module/traced.hpp ----
+
+namespace tracetorch::detail {
+
 template <class... T>
 struct TypeList {};
 
@@ -1067,19 +1107,6 @@ struct is_traceable_tag : std::false_type {};
 template <class H>
 struct is_traceable_tag<traceable_tag<H>> : std::true_type {};
 
-}  // namespace tracetorch::detail
-
-namespace tracetorch {
-
-/// True for a module type declared with `TRACEABLE` (its Impl, its holder or its traced form).
-template <class T>
-inline constexpr bool is_traceable_v =
-    std::is_base_of_v<detail::TracedModuleBase, T> ||
-    requires { requires std::is_base_of_v<detail::TracedModuleBase, typename T::ContainedType>; } ||
-    requires(T* p) { requires detail::is_traceable_tag<decltype(tracetorch_traceable_marker(p))>::value; };
-
-namespace detail {
-
 /// The traced class (`Traced<Impl, Name>`) of a holder, an Impl or a traced class.
 template <class T>
 struct traced_type {
@@ -1098,7 +1125,18 @@ struct traced_type<T> {
 template <class T>
 using traced_type_t = typename traced_type<T>::type;
 
-}  // namespace detail
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/module/holder.hpp ----
+
+namespace tracetorch {
+
+/// True for a module type declared with `TRACEABLE` (its Impl, its holder or its traced form).
+template <class T>
+inline constexpr bool is_traceable_v =
+    std::is_base_of_v<detail::TracedModuleBase, T> ||
+    requires { requires std::is_base_of_v<detail::TracedModuleBase, typename T::ContainedType>; } ||
+    requires(T* p) { requires detail::is_traceable_tag<decltype(tracetorch_traceable_marker(p))>::value; };
+
 }  // namespace tracetorch
 
 /// `TRACETORCH_TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the
