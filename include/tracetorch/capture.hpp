@@ -612,9 +612,9 @@ class CaptureSession final : public CallObserver {
   /// calls its layers through their Impl (`as<LayerImpl>()->forward`) bypasses tracing, and the
   /// capture would silently come back empty.
   void check_something_was_seen(std::string_view model_name) const {
-    if (attached_.empty() || calls_ > 0) return;
-    throw Error("tracetorch::capture_outputs: " + std::string(model_name) + " has " + std::to_string(attached_.size()) +
-                " recorder module(s) (first: " + attached_.front() +
+    if (attached_count_ == 0 || calls_ > 0) return;
+    throw Error("tracetorch::capture_outputs: " + std::string(model_name) + " has " + std::to_string(attached_count_) +
+                " recorder module(s) (first: " + first_attached_ +
                 ") but none ran through its traced forward: call them through their holder "
                 "(`layers[i]->as<DecoderLayer>()->forward(...)`), not their Impl");
   }
@@ -639,7 +639,7 @@ class CaptureSession final : public CallObserver {
                              std::find(spec.types.begin(), spec.types.end(), type) != spec.types.end();
       if (!is_target || !path_has_layer_name(path, spec.layer_name)) continue;
       attachments_.add(*traced, *this, path, i);
-      attached_.push_back(path);
+      if (attached_count_++ == 0) first_attached_ = path;
     }
   }
 
@@ -653,7 +653,8 @@ class CaptureSession final : public CallObserver {
   std::vector<CaptureSlot> slots_;
   std::optional<LayerSelection> hidden_;
   std::thread::id owner_;
-  std::vector<std::string> attached_;
+  std::size_t attached_count_ = 0;  // only for check_something_was_seen's message
+  std::string first_attached_;
   std::size_t calls_ = 0;
   AttachmentSet attachments_;
 };
