@@ -1,6 +1,6 @@
 // expect: index out of range for the target's forward output tuple
 // An OutputRecorder index past the end of the target's tuple output does not compile.
-#include <tracetorch/capture.hpp>
+#include <tracetorch/record_map.hpp>
 
 struct AttnImpl : torch::nn::Module {
   std::tuple<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x) { return {x, x}; }

@@ -1,5 +1,5 @@
 // expect: the target module type was never declared TRACEABLE
-#include <tracetorch/capture.hpp>
+#include <tracetorch/record_map.hpp>
 
 struct PlainImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) { return x; }

@@ -1,6 +1,7 @@
 #pragma once
-// Hanging observers on module instances and taking them off again: shared by the debugger
-// (every traced module) and output capture (the modules its recorders select).
+/// \file
+/// Hanging observers on module instances and taking them off again: shared by the debugger
+/// (every traced module) and output capture (the modules its recorders select).
 
 #include <torch/torch.h>
 

@@ -1,0 +1,104 @@
+#pragma once
+/// \file
+/// Output structs and what a forward is asked for: `TRACETORCH_OUTPUT` (a transformers
+/// ModelOutput in C++), `OutputOptions` (its keyword arguments) and `to_tuple` (return_dict=False).
+///
+/// \code
+/// struct BaseModelOutputWithPast {
+///   torch::Tensor last_hidden_state;
+///   std::optional<std::vector<torch::Tensor>> hidden_states;
+///   std::optional<std::vector<torch::Tensor>> attentions;
+/// };
+/// TRACETORCH_OUTPUT(BaseModelOutputWithPast, last_hidden_state, hidden_states, attentions);
+///
+/// auto out = model->forward(ids, {.output_hidden_states = tracetorch::layers{0, 2}, .output_attentions = true});
+/// torch::Tensor first = tracetorch::to_tuple(out)[0].toTensor();
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <cstddef>
+
+#include "tracetorch/detail/capture/output_fields.hpp"
+#include "tracetorch/detail/capture/output_options.hpp"
+#include "tracetorch/detail/capture/to_tuple.hpp"
+
+namespace tracetorch {
+
+/// In a trace, options appear as Python keyword arguments holding only what was set, so a call
+/// without options traces exactly like `model(input_ids)` in Python.
+template <class Visitor>
+void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
+  if (options.output_hidden_states) {
+    if (options.output_hidden_states->is_list()) {
+      visit("output_hidden_states", options.output_hidden_states->indices());
+    } else {
+      visit("output_hidden_states", options.output_hidden_states->all());
+    }
+  }
+  if (options.output_attentions) visit("output_attentions", *options.output_attentions);
+  if (options.use_cache) visit("use_cache", *options.use_cache);
+  if (options.return_dict) visit("return_dict", *options.return_dict);
+  if (options.debug_io) visit("debug_io", *options.debug_io);
+  if (options.debug_io_dir) visit("debug_io_dir", *options.debug_io_dir);
+  if (options.prune_layers) visit("prune_layers", *options.prune_layers);
+}
+
+/// output_hidden_states / output_attentions / return_dict from the call's options, else the
+/// model's `config` (a bool or std::optional<bool> member of that name), else false (return_dict:
+/// true).
+/// \code
+/// const bool as_tuple = !tracetorch::resolve_output_options(*this, options).return_dict;
+/// \endcode
+template <class Model>
+ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
+  return detail::resolve_output_options(model, options);
+}
+
+/// The tuple form of an output struct, in field order (through Boost.PFR).
+/// \code
+/// torch::Tensor last_hidden_state = tracetorch::to_tuple(out)[0].toTensor();
+/// \endcode
+template <class Out>
+OutputTuple to_tuple(const Out& out) {
+  return detail::to_tuple_in_field_order(out);
+}
+
+/// The tuple `model` would return with return_dict=False, as upstream orders a ModelOutput: the
+/// fields the forward set itself first, in declaration order, then the captured ones in the order
+/// capture set them (to_tuple(out) keeps declaration order). None fields are left out.
+/// \code
+/// if (!tracetorch::resolve_output_options(*model, options).return_dict) return tracetorch::to_tuple(out, *model);
+/// \endcode
+template <class Out, class Model>
+OutputTuple to_tuple(const Out& out, const Model&) {
+  return detail::to_tuple_in_capture_order<Model>(out);
+}
+
+/// Field `i` of an OutputTuple that holds an object of type `T` (a field IValue cannot hold, such
+/// as `std::shared_ptr<DynamicCache>`); a tracetorch::Error if it holds something else.
+/// \code
+/// auto cache = tracetorch::tuple_object<std::shared_ptr<DynamicCache>>(tracetorch::to_tuple(out), 1);
+/// \endcode
+template <class T>
+const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
+  return detail::tuple_object<T>(tuple, i);
+}
+
+}  // namespace tracetorch
+
+/// Declares an output struct's fields, in declaration order, after the struct (in its
+/// namespace): the C++ form of a transformers ModelOutput dataclass. Traces show the struct as
+/// an object keyed by field name with None fields left out; capture_outputs finds fields by name.
+#define TRACETORCH_OUTPUT(Type, ...)                                                                            \
+  template <class Visitor>                                                                                      \
+  void tracetorch_fields(const Type& value, Visitor&& visit) {                                                  \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))          \
+  }                                                                                                             \
+  constexpr auto tracetorch_output_fields(const Type*) {                                                        \
+    static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),                     \
+                  "TRACETORCH_OUTPUT(" #Type ", ...) must list every field of the struct");                     \
+    return std::tuple<BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_NAMED_FIELD, Type,                              \
+                                              BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))>{};                        \
+  }                                                                                                             \
+  static_assert(true)
