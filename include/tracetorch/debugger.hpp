@@ -38,14 +38,14 @@
 #include <xmmintrin.h>  // min_max
 #endif
 
-#include "tracetorch/detail/atomic_file.hpp"
+#include "tracetorch/detail/io/atomic_file.hpp"
 #include "tracetorch/detail/attachments.hpp"
 #include "tracetorch/detail/call.hpp"
-#include "tracetorch/detail/debug_io.hpp"
-#include "tracetorch/detail/forward_memory.hpp"
+#include "tracetorch/detail/debugger/debug_io.hpp"
+#include "tracetorch/detail/debugger/forward_memory.hpp"
 #include "tracetorch/detail/python_json.hpp"
-#include "tracetorch/detail/repeated_tensors.hpp"
-#include "tracetorch/detail/spare_files.hpp"
+#include "tracetorch/detail/debugger/repeated_tensors.hpp"
+#include "tracetorch/detail/debugger/spare_files.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/python_repr.hpp"
