@@ -53,7 +53,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/atomic_file.hpp"
+#include "tracetorch/detail/io/atomic_file.hpp"
 #include "tracetorch/detail/trace_reader.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/python_repr.hpp"

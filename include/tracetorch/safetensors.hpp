@@ -48,7 +48,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/atomic_file.hpp"
+#include "tracetorch/detail/io/atomic_file.hpp"
 #include "tracetorch/detail/read_file.hpp"
 #include "tracetorch/error.hpp"
 

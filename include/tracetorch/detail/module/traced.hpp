@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "tracetorch/detail/call.hpp"
-#include "tracetorch/detail/debug_io.hpp"
+#include "tracetorch/detail/debugger/debug_io.hpp"
 
 namespace tracetorch::detail {
 

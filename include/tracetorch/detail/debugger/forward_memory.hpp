@@ -1,13 +1,14 @@
 #pragma once
-// Memory for what a traced forward keeps until the root call returns: the call tree, its JSON
-// values and the bookkeeping of files and repeated tensors, taken outside malloc's heap.
+/// \file
+/// Memory for what a traced forward keeps until the root call returns: the call tree, its JSON
+/// values and the bookkeeping of files and repeated tensors, taken outside malloc's heap.
 //
 // Why: the model's activations come and go in malloc's heap between module calls. Thousands of
 // small allocations that live until the forward returns, carved out of the holes freed
-// activations leave, kept glibc from reusing those holes whole: the heap grew to 400+ MiB in a
-// traced forward of seed 004's Llama (60 MiB untraced), was trimmed afterwards, and every next
-// forward, traced or not, faulted the pages in again. With the trace's memory apart, the heap
-// behaves as in an untraced forward (docs/performance.md, run 11).
+// activations leave, kept glibc from reusing those holes whole: the heap of a traced forward grew
+// to several times an untraced one's, was trimmed afterwards, and every next forward, traced or
+// not, faulted the pages in again. With the trace's memory apart, the heap behaves as in an
+// untraced forward (docs/performance.md, run 11).
 
 #include <sys/mman.h>
 

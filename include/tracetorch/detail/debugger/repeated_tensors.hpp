@@ -1,13 +1,22 @@
 #pragma once
-// Recognising a tensor that one forward records again unchanged: the output of one module is
-// the input of the next (and of q_proj, k_proj and v_proj at once), so about half of a Llama's
-// records repeat an earlier one. The debugger encodes such a tensor once.
+/// \file
+/// Recognising a tensor that one forward records again unchanged (one module's output is the
+/// next one's input), and the records of the tensors seen so far, so that each is encoded once.
 
 #include <torch/torch.h>
 
+#include <boost/json.hpp>
+
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <memory_resource>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 
 namespace tracetorch::detail {
 
@@ -92,5 +101,44 @@ inline std::optional<TensorFingerprint> fingerprint(const torch::Tensor& tensor)
   result.content = content_hash(bytes > 0 ? tensor.data_ptr() : nullptr, bytes);
   return result;
 }
+
+/// A tensor one forward has encoded, for DebuggerOptions::reuse_repeated_tensors.
+struct EncodedTensor {
+  TensorFingerprint fingerprint;
+  boost::json::object record;  // use_repr=true: "value" is null, the lines are in `printed`
+  std::pmr::string printed;
+  std::size_t file_index;  // use_repr=false: its file among the forward's staged files
+};
+
+/// The tensors one forward has encoded, by the address of their storage. Lives in the forward's
+/// memory (forward_memory.hpp) and ends with the forward.
+class EncodedTensors {
+ public:
+  explicit EncodedTensors(std::pmr::memory_resource* memory) : by_storage_(memory) {}
+
+  /// The earlier record of the tensor `identity` fingerprints, or null.
+  const EncodedTensor* find(const TensorFingerprint& identity) const {
+    const auto [begin, end] = by_storage_.equal_range(identity.address());
+    for (auto it = begin; it != end; ++it) {
+      if (it->second.fingerprint.same_as(identity)) return &it->second;
+    }
+    return nullptr;
+  }
+
+  /// Keeps `record`, of the tensor `identity` fingerprints, with its print or its file.
+  void add(TensorFingerprint identity, boost::json::object record, std::string_view printed, std::size_t file_index) {
+    const c10::StorageImpl* address = identity.address();  // before the move below
+    std::pmr::string kept_print(printed, by_storage_.get_allocator().resource());
+    by_storage_.emplace(address, EncodedTensor{std::move(identity), std::move(record), std::move(kept_print), file_index});
+  }
+
+  /// Forgets the tensors whose file is the `count`th staged file or a later one (removed).
+  void forget_files_from(std::size_t count) {
+    std::erase_if(by_storage_, [&](const auto& entry) { return entry.second.file_index >= count; });
+  }
+
+ private:
+  std::pmr::unordered_multimap<const c10::StorageImpl*, EncodedTensor> by_storage_;
+};
 
 }  // namespace tracetorch::detail

@@ -1,9 +1,11 @@
 #pragma once
-// Tracing switched on from the call, as upstream models accept `debug_io=True`,
-// `debug_io_dir=` and `prune_layers=` (transformers' check_model_inputs wraps such a call in
-// model_addition_debugger_context). A traced forward whose arguments include an options struct
-// with those members checks them; the debugger itself is reached through a pointer that
-// <tracetorch/debugger.hpp> sets, so model code compiles without it.
+/// \file
+/// Tracing switched on from the call, as upstream models accept `debug_io=True`, `debug_io_dir=`
+/// and `prune_layers=` (transformers' check_model_inputs wraps such a call in the debugger).
+//
+// A traced forward whose arguments include an options struct with those members checks them;
+// the debugger itself is reached through a pointer that <tracetorch/debugger.hpp> sets, so model
+// code compiles without it.
 
 #include <torch/torch.h>
 

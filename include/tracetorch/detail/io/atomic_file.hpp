@@ -1,6 +1,7 @@
 #pragma once
-// Whole-file writes that never leave a half-written file behind: the bytes go to a
-// temporary file beside the target, which is renamed over it only once complete.
+/// \file
+/// Whole-file writes that never leave a half-written file behind: the bytes go to a
+/// temporary file beside the target, which is renamed over it only once complete.
 
 #include <atomic>
 #include <cerrno>
@@ -35,7 +36,7 @@ inline std::filesystem::path unique_temp_path(const std::filesystem::path& targe
 /// Gives the file `staged` the name `target`, replacing a file there in one step. Where `target`
 /// is a regular file, the two are exchanged (renameat2 RENAME_EXCHANGE): when a plain rename
 /// replaces an existing file, ext4 (auto_da_alloc) starts writing the new file's data back in the
-/// caller's time, ~60 us for a small file and ~1 ms for a megabyte of JSON; an exchange does not.
+/// caller's time (docs/performance.md); an exchange does not.
 /// Elsewhere (no file there yet, a filesystem or kernel without exchange), a plain rename.
 /// Returns true where the replaced file now has the name `staged`, for the caller to remove or keep.
 inline bool replace_file_keeping_old(const std::filesystem::path& staged, const std::filesystem::path& target,
@@ -79,7 +80,8 @@ class AtomicFileWriter {
   /// Writes into `temp`, a name the caller keeps for itself, over the file already there where
   /// that is safe: a regular file of one link that nobody else has open or mapped (the kernel
   /// grants a write lease only then). Its pages in the file cache are written over instead of new
-  /// ones allocated: 10-20x faster on a VM whose host takes back the memory a deleted file frees.
+  /// ones allocated: much faster on a VM whose host takes back the memory a deleted file frees
+  /// (docs/performance.md).
   /// Otherwise whatever is at `temp` is removed and a new file made there.
   AtomicFileWriter(std::filesystem::path target, std::filesystem::path temp, overwrite_existing_t)
       : target_(std::move(target)), temp_(std::move(temp)) {

@@ -1,8 +1,11 @@
 #pragma once
-// The files a trace replaced, kept so that the next trace into the same directory writes over
-// them (DebuggerOptions::reuse_previous_files). On a VM that hands the memory of deleted files
-// back to its host, a trace written into new files paid for every page twice (the host's fault,
-// then the copy): 460-690 MB/s against 10-14 GB/s written over pages the file cache still held.
+/// \file
+/// The files a trace replaced, kept so that the next trace into the same directory writes over
+/// them (DebuggerOptions::reuse_previous_files).
+//
+// Why: on a VM that hands the memory of deleted files back to its host, a trace written into new
+// files pays for every page twice (the host's fault, then the copy); written over pages the file
+// cache still holds, it does not (docs/performance.md).
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,7 +21,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "tracetorch/detail/atomic_file.hpp"  // unique_suffix
+#include "tracetorch/detail/io/atomic_file.hpp"  // unique_suffix
 
 namespace tracetorch::detail {
 
