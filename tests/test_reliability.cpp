@@ -5,7 +5,7 @@
 
 #include <doctest/doctest.h>
 #include <tracetorch/detail/read_file.hpp>
-#include <tracetorch/detail/trace_reader.hpp>
+#include <tracetorch/detail/trace/reader.hpp>
 #include <tracetorch/tracetorch.hpp>
 
 #include "llama/llama.hpp"

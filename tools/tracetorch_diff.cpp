@@ -12,9 +12,12 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -72,52 +75,59 @@ class ProgressLine {
   bool shown_ = false;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// What the command line asks for.
+struct CommandLine {
   std::vector<std::string> positional;
   tracetorch::DiffOptions options;
   std::string json_path;
   std::vector<std::string> accept_files;
   bool all = false;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
-      const auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw UsageError(arg + " needs a value");
-        return argv[++i];
-      };
-      if (arg == "--help" || arg == "-h") {
-        std::cout << kUsage;
-        return 0;
-      } else if (arg == "--atol") {
-        options.atol = parse_tolerance(arg, value());
-      } else if (arg == "--rtol") {
-        options.rtol = parse_tolerance(arg, value());
-      } else if (arg == "--map") {
-        options.renames.push_back(tracetorch::PathRename::parse(value()));
-      } else if (arg == "--accept") {
-        accept_files.push_back(value());
-      } else if (arg == "--json") {
-        json_path = value();
-      } else if (arg == "--no-precision-tolerance") {
-        options.precision_tolerance = false;
-      } else if (arg == "--all") {
-        all = true;
-      } else if (arg.starts_with("--")) {
-        throw UsageError("unknown option " + arg);
-      } else {
-        positional.push_back(arg);
-      }
-    }
-    if (positional.size() != 2) throw UsageError("expected REF and CANDIDATE, got " + std::to_string(positional.size()) + " paths");
-  } catch (const std::exception& e) {
-    std::cerr << "tracetorch-diff: " << e.what() << "\n" << kUsage;
-    return 2;
-  }
+  bool help = false;  ///< --help: print the usage, nothing else
+};
 
+/// Throws UsageError, or tracetorch::Error for a bad --map, on a command line it cannot use.
+CommandLine parse_command_line(int argc, char** argv) {
+  CommandLine command;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      command.help = true;
+      return command;
+    } else if (arg == "--atol") {
+      command.options.atol = parse_tolerance(arg, value());
+    } else if (arg == "--rtol") {
+      command.options.rtol = parse_tolerance(arg, value());
+    } else if (arg == "--map") {
+      command.options.renames.push_back(tracetorch::PathRename::parse(value()));
+    } else if (arg == "--accept") {
+      command.accept_files.push_back(value());
+    } else if (arg == "--json") {
+      command.json_path = value();
+    } else if (arg == "--no-precision-tolerance") {
+      command.options.precision_tolerance = false;
+    } else if (arg == "--all") {
+      command.all = true;
+    } else if (arg.starts_with("--")) {
+      throw UsageError("unknown option " + arg);
+    } else {
+      command.positional.push_back(arg);
+    }
+  }
+  if (command.positional.size() != 2) {
+    throw UsageError("expected REF and CANDIDATE, got " + std::to_string(command.positional.size()) + " paths");
+  }
+  return command;
+}
+
+/// Reads the rules, compares, prints the report (and writes the JSON one): the exit status.
+int run(CommandLine& command) {
+  auto& options = command.options;
   try {
-    for (const auto& file : accept_files) {
+    for (const auto& file : command.accept_files) {
       auto rules = tracetorch::load_accept_rules(file);  // a malformed file: Error "FILE:LINE: ...", exit 2
       options.accept.insert(options.accept.end(), rules.begin(), rules.end());
     }
@@ -126,10 +136,10 @@ int main(int argc, char** argv) {
       progress.emplace();
       options.progress = [&progress](std::size_t done, std::size_t total) { (*progress)(done, total); };
     }
-    const auto report = tracetorch::diff_traces(positional[0], positional[1], options);
+    const auto report = tracetorch::diff_traces(command.positional[0], command.positional[1], options);
     progress.reset();
-    std::cout << report.text(all) << std::flush;
-    if (!json_path.empty()) tracetorch::write_diff_report(report, json_path);
+    std::cout << report.text(command.all) << std::flush;
+    if (!command.json_path.empty()) tracetorch::write_diff_report(report, command.json_path);
     return report.within_tolerance() ? 0 : 1;
   } catch (const tracetorch::Error& e) {
     std::cerr << "tracetorch-diff: " << e.what() << "\n";
@@ -138,4 +148,21 @@ int main(int argc, char** argv) {
     std::cerr << "tracetorch-diff: " << e.what() << "\n";
     return 2;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CommandLine command;
+  try {
+    command = parse_command_line(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "tracetorch-diff: " << e.what() << "\n" << kUsage;
+    return 2;
+  }
+  if (command.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  return run(command);
 }

@@ -1,27 +1,23 @@
 #pragma once
-// Reading a model addition debugger trace (<Root>_debug_tree_FULL_TENSORS.json, written by
-// tracetorch or by transformers in Python) into a flat list of module calls, each with its
-// tensors and other values in execution order. No LibTorch here: the parser is pure (JSON
-// text in, structs out), so the trace fuzzer can run it without the tensor library.
+/// \file
+/// Reading a trace (<Root>_debug_tree_FULL_TENSORS.json, tracetorch's or transformers') into a flat
+/// list of module calls and their values in execution order, within fixed bounds. No LibTorch
+/// here: JSON text in, structs out, so the trace fuzzer runs it without the tensor library.
 
 #include <boost/json.hpp>
 
-#include <cerrno>
 #include <charconv>
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
-#include "tracetorch/detail/read_file.hpp"
 #include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/read_file.hpp"
+#include "tracetorch/detail/trace/format.hpp"
 
 namespace tracetorch::detail {
 
@@ -99,7 +95,7 @@ class TraceParser {
   void node(const boost::json::value& value, const std::string& where, std::size_t depth, Trace& trace) {
     const auto* object = value.if_object();
     if (object == nullptr) fail(where + " is not a JSON object (a module call node)");
-    const auto* path = object->if_contains("module_path");
+    const auto* path = object->if_contains(trace_format::kModulePath);
     if (path == nullptr || !path->is_string()) fail(where + " has no \"module_path\" string");
     const std::size_t index = trace.calls.size();
     trace.calls.emplace_back();
@@ -108,23 +104,23 @@ class TraceParser {
     // Cut short for messages: a copy goes into each child's and value's message context, and
     // a long path copied whole per value would cost time quadratic in the file's size.
     const std::string call = "module " + cut_short(trace.calls[index].module_path);
-    if (const auto* inputs = object->if_contains("inputs")) {
+    if (const auto* inputs = object->if_contains(trace_format::kInputs)) {
       trace.calls[index].input_keys = input_keys(*inputs);
       std::vector<TraceSlot> slots;
-      location_ = "inputs";
+      location_ = trace_format::kInputs;
       values(*inputs, call, 0, slots, trace);
       trace.calls[index].inputs = std::move(slots);
     }
-    if (const auto* children = object->if_contains("children")) {
+    if (const auto* children = object->if_contains(trace_format::kChildren)) {
       const auto* array = children->if_array();
       if (array == nullptr) fail(call + ": \"children\" is not a list");
       for (std::size_t i = 0; i < array->size(); ++i) {
         node((*array)[i], call + " children[" + std::to_string(i) + "]", depth + 1, trace);
       }
     }
-    if (const auto* outputs = object->if_contains("outputs")) {
+    if (const auto* outputs = object->if_contains(trace_format::kOutputs)) {
       std::vector<TraceSlot> slots;
-      location_ = "outputs";
+      location_ = trace_format::kOutputs;
       values(*outputs, call, 0, slots, trace);
       trace.calls[index].outputs = std::move(slots);
     }
@@ -136,10 +132,10 @@ class TraceParser {
     const auto* object = inputs.if_object();
     if (object == nullptr) return keys;
     for (const auto& [key, item] : *object) {
-      if (key == "args" && item.is_array()) {
-        for (std::size_t i = 0; i < item.get_array().size(); ++i) keys.push_back("args." + std::to_string(i));
-      } else if (key == "kwargs" && item.is_object()) {
-        for (const auto& entry : item.get_object()) keys.push_back("kwargs." + std::string(entry.key()));
+      if (key == trace_format::kArgs && item.is_array()) {
+        for (std::size_t i = 0; i < item.get_array().size(); ++i) keys.push_back(std::string(trace_format::kArgs) + '.' + std::to_string(i));
+      } else if (key == trace_format::kKwargs && item.is_object()) {
+        for (const auto& entry : item.get_object()) keys.push_back(std::string(trace_format::kKwargs) + '.' + std::string(entry.key()));
       }
     }
     return keys;
@@ -152,13 +148,13 @@ class TraceParser {
     if (depth > kTraceMaxDepth) fail(call + " " + short_location() + ": nested too deeply");
     const auto nested = [&](std::string_view key, const boost::json::value& item) {
       const std::size_t length = location_.size();
-      location_ += '.';
+      location_ += trace_format::kLocationSeparator;
       location_ += key;
       values(item, call, depth + 1, out, trace);
       location_.resize(length);
     };
     if (const auto* object = value.if_object()) {
-      if (object->contains("shape") && object->contains("dtype")) {
+      if (object->contains(trace_format::kShape) && object->contains(trace_format::kDtype)) {
         out.push_back(tensor(*object, call, trace));
         return;
       }
@@ -196,22 +192,22 @@ class TraceParser {
     slot.location = take_location(call);
     slot.order = next_order_++;
     slot.is_tensor = true;
-    const auto* shape = object.at("shape").if_string();
-    const auto* dtype = object.at("dtype").if_string();
+    const auto* shape = object.at(trace_format::kShape).if_string();
+    const auto* dtype = object.at(trace_format::kDtype).if_string();
     if (shape == nullptr || dtype == nullptr) fail(where + ": \"shape\" and \"dtype\" must be strings");
     if (!parse_shape(std::string_view(*shape), slot.shape)) {
       fail(where + ": shape " + std::string(*shape).substr(0, 80) + " is not torch.Size([d0, d1, ...])");
     }
-    if (!dtype->starts_with("torch.") || dtype->size() > 64) {
+    if (!dtype->starts_with(trace_format::kDtypePrefix) || dtype->size() > 64) {
       fail(where + ": dtype " + std::string(*dtype).substr(0, 80) + " is not torch.<name>");
     }
     slot.dtype = std::string(*dtype);
-    for (const char* key : {"mean", "std", "min", "max"}) {
+    for (const char* key : trace_format::kStatistics) {
       if (const auto* stat = object.if_contains(key); stat != nullptr && stat->is_string()) {
         slot.stats.emplace(key, std::string(stat->get_string()));
       }
     }
-    const auto* value = object.if_contains("value");
+    const auto* value = object.if_contains(trace_format::kValue);
     if (value == nullptr) {
       fail(where + ": tensor has no \"value\" (a _SUMMARY.json has none: give the _FULL_TENSORS.json)");
     }
@@ -238,8 +234,8 @@ class TraceParser {
   /// (the debugger writes "./<stem>.safetensors"), so a trace cannot make the tool read
   /// files elsewhere.
   static bool is_safe_relative_file(std::string_view value) {
-    if (value.starts_with("./")) value.remove_prefix(2);
-    if (value.empty() || !value.ends_with(".safetensors")) return false;
+    value = trace_format::tensor_file_name(value);
+    if (value.empty() || !value.ends_with(trace_format::kTensorFileExtension)) return false;
     if (value.find('/') != std::string_view::npos || value.find('\0') != std::string_view::npos) return false;
     return value != ".." && value != ".";
   }
@@ -252,7 +248,7 @@ class TraceParser {
  public:
   /// "torch.Size([2, 7, 64])" -> {2, 7, 64}; "torch.Size([])" -> {}.
   static bool parse_shape(std::string_view text, std::vector<std::int64_t>& shape) {
-    constexpr std::string_view prefix = "torch.Size([", suffix = "])";
+    constexpr std::string_view prefix = trace_format::kShapePrefix, suffix = trace_format::kShapeSuffix;
     if (!text.starts_with(prefix) || !text.ends_with(suffix) || text.size() < prefix.size() + suffix.size()) return false;
     text = text.substr(prefix.size(), text.size() - prefix.size() - suffix.size());
     shape.clear();
@@ -270,90 +266,6 @@ class TraceParser {
   }
 };
 
-/// A number read from Python's print of a tensor, with the uncertainty of its printed form:
-/// half a unit in its last printed digit (0 for integers and integer-valued floats).
-struct PrintedNumber {
-  double value = 0;
-  double half_unit = 0;
-};
-
-/// The numbers in the printed lines of one tensor (`tensor([[ 1.2345e-01, ...]])`), in print
-/// order; summarised prints ("...") hold only the edge items. Text after the values
-/// (`dtype=torch.float64`, `size=(0, 3)`) is skipped. Returns false for text that is not a
-/// printed tensor.
-inline bool parse_printed_numbers(const std::vector<std::string>& lines, std::vector<PrintedNumber>& out) {
-  std::string text;
-  for (const auto& line : lines) text += line, text += '\n';
-  std::string_view body(text);
-  if (!body.starts_with("tensor(")) return false;
-  body.remove_prefix(7);
-  // The values end where the first keyword argument (", dtype=", ", size=", ...) begins.
-  if (const auto equals = body.find('='); equals != std::string_view::npos) {
-    const auto comma = body.rfind(',', equals);
-    if (comma == std::string_view::npos) return false;
-    body = body.substr(0, comma);
-  }
-  out.clear();
-  std::size_t i = 0;
-  const auto is_digit = [&](std::size_t k) { return k < body.size() && body[k] >= '0' && body[k] <= '9'; };
-  while (i < body.size()) {
-    const char c = body[i];
-    if (c == ' ' || c == '\n' || c == '[' || c == ']' || c == ',' || c == ')') {
-      ++i;
-      continue;
-    }
-    if (body.substr(i, 3) == "...") {
-      i += 3;
-      continue;
-    }
-    bool negative = false;
-    std::size_t start = i;
-    if (c == '-' || c == '+') negative = c == '-', ++start;
-    const std::string_view rest = body.substr(start);
-    const auto word = [&](std::string_view w) { return rest.starts_with(w); };
-    if (word("inf") || word("nan") || word("True") || word("False")) {
-      const std::size_t length = word("inf") || word("nan") ? 3 : word("True") ? 4 : 5;
-      double v = word("inf") ? HUGE_VAL : word("nan") ? std::nan("") : word("True") ? 1.0 : 0.0;
-      out.push_back({negative ? -v : v, 0.0});
-      i = start + length;
-      continue;
-    }
-    std::size_t k = start;
-    while (is_digit(k)) ++k;
-    if (k == start) return false;
-    std::size_t fraction_digits = 0;
-    bool has_point = false;
-    if (k < body.size() && body[k] == '.') {
-      has_point = true;
-      ++k;
-      while (is_digit(k)) ++k, ++fraction_digits;
-    }
-    long exponent = 0;
-    if (k < body.size() && (body[k] == 'e' || body[k] == 'E')) {
-      std::size_t e = k + 1;
-      if (e < body.size() && (body[e] == '+' || body[e] == '-')) ++e;
-      if (!is_digit(e)) return false;
-      const auto [end, ec] = std::from_chars(body.data() + (body[k + 1] == '+' ? k + 2 : k + 1), body.data() + body.size(), exponent);
-      if (ec != std::errc()) return false;
-      k = static_cast<std::size_t>(end - body.data());
-    }
-    double v = 0;
-    const auto [end, ec] = std::from_chars(body.data() + start, body.data() + k, v);
-    if (ec == std::errc::result_out_of_range) {
-      v = HUGE_VAL;  // a printed value beyond double's range: still a number, compared as inf
-    } else if (ec != std::errc() || end != body.data() + k) {
-      return false;
-    }
-    double half_unit = 0;
-    if (has_point && fraction_digits > 0) {
-      half_unit = 0.5 * std::pow(10.0, static_cast<double>(exponent) - static_cast<double>(fraction_digits));
-    }
-    out.push_back({negative ? -v : v, half_unit});
-    i = k;
-  }
-  return true;
-}
-
 /// Reads and parses the trace JSON at `json_file` (already resolved): a regular file of at most
 /// kMaxTraceJsonBytes. A tensor file it names may be a symbolic link only to a file in the
 /// same directory (refused before anything is read).
@@ -366,8 +278,7 @@ inline Trace parse_trace_file(const std::filesystem::path& json_file) {
     for (const auto* slots : {&call.inputs, &call.outputs}) {
       for (const auto& slot : *slots) {
         if (slot.file.empty()) continue;
-        const std::string_view name = std::string_view(slot.file).starts_with("./") ? std::string_view(slot.file).substr(2) : slot.file;
-        refuse_link_out_of(trace.dir.empty() ? "." : trace.dir, trace.dir / name);
+        refuse_link_out_of(trace.dir.empty() ? "." : trace.dir, trace.dir / trace_format::tensor_file_name(slot.file));
       }
     }
   }
@@ -380,7 +291,7 @@ inline std::filesystem::path resolve_trace_path(const std::filesystem::path& pat
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) throw Error("tracetorch: " + path.string() + ": no such file or directory");
   if (!std::filesystem::is_directory(status)) return path;
-  constexpr std::string_view suffix = "_debug_tree_FULL_TENSORS.json";
+  constexpr std::string_view suffix = trace_format::kFullTensorsSuffix;
   std::vector<std::filesystem::path> found;
   for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
     if (entry.path().filename().string().ends_with(suffix)) found.push_back(entry.path());

@@ -1,0 +1,178 @@
+#pragma once
+/// \file
+/// Accept rules (`tracetorch-diff --accept FILE`): reviewed, known differences that are reported
+/// with their reason instead of failing. The rules file's syntax, its globs, and their matching.
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/trace/results.hpp"
+
+namespace tracetorch {
+
+/// One reviewed, known difference (`tracetorch-diff --accept FILE`, one rule a line):
+///
+///     # PATTERN                                           KIND        REASON
+///     LlamaModel.layers.*.self_attn:inputs.kwargs.past_key_values  non-tensor  the port's cache prints another repr
+///     LlamaModel.rotary_emb                               missing-call  the port computes the rotary table inline
+///
+/// PATTERN is MODULE or MODULE:VALUE, globs (`*` any run of characters, dots included; `?` one
+/// character) over the module path (after --map) and the value's place in the call; KIND is one
+/// of DiffKind's names; REASON, the rest of the line, is required. A matching difference is
+/// reported as accepted with its reason and does not count as a divergence.
+struct AcceptRule {
+  std::string file;       ///< where the rule was written, for messages
+  std::size_t line = 0;
+  std::string module_pattern;
+  std::string value_pattern;  ///< empty: any value of the module's calls
+  DiffKind kind = DiffKind::values;
+  std::string reason;
+  std::size_t matched = 0;  ///< in a DiffReport's copy: how many differences it accepted (0: a stale rule)
+
+  std::string origin() const { return file + ":" + std::to_string(line); }
+  std::string pattern() const { return value_pattern.empty() ? module_pattern : module_pattern + ":" + value_pattern; }
+};
+
+namespace detail {
+
+/// `*` any run of characters (dots included), `?` one character; everything else literal.
+inline bool glob_match(std::string_view pattern, std::string_view text) {
+  constexpr auto none = std::string_view::npos;
+  std::size_t p = 0, t = 0, star = none, resume = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p, ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++, resume = t;
+    } else if (star != none) {  // let the last star take one more character
+      p = star + 1, t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+inline bool rule_matches(const AcceptRule& rule, const TensorDiff& t) {
+  if (t.kind() != rule.kind || !glob_match(rule.module_pattern, t.module_path)) return false;
+  return rule.value_pattern.empty() || glob_match(rule.value_pattern, t.location) ||
+         (t.naming_differs() && glob_match(rule.value_pattern, t.candidate_location));
+}
+
+inline bool rule_matches(const AcceptRule& rule, const CallDiff& c) {
+  return rule.kind == DiffKind::missing_call && glob_match(rule.module_pattern, c.module_path);
+}
+
+/// Marks what the rules accept and counts each rule's matches; a call's acceptance covers its values.
+inline void apply_accept_rules(std::vector<AcceptRule>& rules, std::vector<TensorDiff>& values, std::vector<CallDiff>& calls) {
+  for (auto& call : calls) {
+    for (std::size_t r = 0; r < rules.size(); ++r) {
+      if (!rule_matches(rules[r], call)) continue;
+      call.accepted_by = r;
+      ++rules[r].matched;
+      break;
+    }
+  }
+  for (auto& value : values) {
+    if (!value.mismatched()) continue;
+    for (std::size_t r = 0; r < rules.size(); ++r) {
+      if (!rule_matches(rules[r], value)) continue;
+      value.accepted_by = r;
+      if (!value.call_missing) ++rules[r].matched;  // a missing call counts once, as the call
+      break;
+    }
+  }
+}
+
+namespace accept_rules {
+
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+/// The next field of `rest` (separated by spaces or tabs); `rest` keeps what follows it.
+inline std::string_view next_field(std::string_view& rest) {
+  rest = trim(rest);
+  const auto end = rest.find_first_of(" \t");
+  const auto field = rest.substr(0, end);
+  rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+  return field;
+}
+
+/// One rule from a line that is neither empty nor a comment; throws Error "FILE:LINE: ...".
+inline AcceptRule parse_line(std::string_view line, const std::string& file_name, std::size_t line_number) {
+  const auto fail = [&](const std::string& what) -> Error {
+    return Error("tracetorch: " + file_name + ":" + std::to_string(line_number) + ": " + what);
+  };
+  AcceptRule rule;
+  rule.file = file_name;
+  rule.line = line_number;
+  std::string_view rest = line;
+  const auto pattern = next_field(rest);
+  const auto kind = next_field(rest);
+  rule.reason = std::string(trim(rest));
+  if (kind.empty()) throw fail("expected PATTERN KIND REASON, got \"" + std::string(line.substr(0, 80)) + "\"");
+  const auto colon = pattern.find(':');
+  rule.module_pattern = std::string(pattern.substr(0, colon));
+  if (colon != std::string_view::npos) rule.value_pattern = std::string(pattern.substr(colon + 1));
+  if (rule.module_pattern.empty() || (colon != std::string_view::npos && rule.value_pattern.empty()) ||
+      rule.value_pattern.find(':') != std::string::npos) {
+    throw fail("pattern \"" + std::string(pattern) + "\" is not MODULE or MODULE:VALUE");
+  }
+  const auto known = std::find_if(std::begin(kDiffKinds), std::end(kDiffKinds),
+                                  [&](DiffKind k) { return kind == to_string(k); });
+  if (known == std::end(kDiffKinds)) {
+    std::string names;
+    for (const auto k : kDiffKinds) names += std::string(names.empty() ? "" : ", ") + to_string(k);
+    throw fail("unknown kind \"" + std::string(kind) + "\" (one of " + names + ")");
+  }
+  rule.kind = *known;
+  if (rule.kind == DiffKind::missing_call && !rule.value_pattern.empty()) {
+    throw fail("a missing-call rule names a module, not a value: \"" + std::string(pattern) + "\"");
+  }
+  // An accepted difference must say why it is acceptable: that is what makes it reviewed.
+  if (rule.reason.empty()) throw fail("a rule needs a reason after its kind");
+  return rule;
+}
+
+}  // namespace accept_rules
+
+}  // namespace detail
+
+/// Parses a rules file's text (see AcceptRule); throws Error "FILE:LINE: what is wrong".
+inline std::vector<AcceptRule> parse_accept_rules(std::string_view text, const std::string& file_name) {
+  std::vector<AcceptRule> rules;
+  std::size_t line_number = 0;
+  while (!text.empty()) {
+    const auto newline = text.find('\n');
+    std::string_view line = detail::accept_rules::trim(text.substr(0, newline));
+    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    ++line_number;
+    if (line.empty() || line.front() == '#') continue;
+    rules.push_back(detail::accept_rules::parse_line(line, file_name, line_number));
+  }
+  return rules;
+}
+
+/// Reads and parses a rules file; throws Error naming the file (and the line).
+inline std::vector<AcceptRule> load_accept_rules(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("tracetorch: " + path.string() + ": cannot open: " + std::strerror(errno));
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw Error("tracetorch: " + path.string() + ": cannot read");
+  return parse_accept_rules(text, path.string());
+}
+
+}  // namespace tracetorch

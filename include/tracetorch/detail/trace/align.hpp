@@ -1,0 +1,187 @@
+#pragma once
+/// \file
+/// Aligning two parsed traces, no file read: calls by (renamed) module path and call order,
+/// values by their place in the call, and a value passed as args.N on one side and as
+/// kwargs.NAME on the other by its position among the call's inputs.
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tracetorch/detail/trace/format.hpp"
+#include "tracetorch/detail/trace/reader.hpp"
+#include "tracetorch/detail/trace/results.hpp"
+
+namespace tracetorch::detail {
+
+/// One value of an aligned call (or of a call on one side only), before its values are compared.
+struct AlignedValue {
+  std::pair<std::size_t, std::size_t> order;  ///< execution order: the reference's, the candidate's extras after
+  TensorDiff diff;  ///< placed and named; status only_in_* for a value on one side
+  const TraceSlot* reference = nullptr;
+  const TraceSlot* candidate = nullptr;
+};
+
+struct Alignment {
+  std::vector<AlignedValue> values;  ///< in execution order
+  std::vector<CallDiff> missing_calls;
+};
+
+/// A call's place in its trace: its (renamed) module path and its number among that path's calls (1, 2, ...).
+using CallKey = std::pair<std::string, std::size_t>;
+
+/// "inputs.<key>": where the values of the top-level input `key` ("args.0", "kwargs.mask") lie.
+inline std::string input_location(const std::string& key) {
+  return trace_format::kInputs + (trace_format::kLocationSeparator + key);
+}
+
+/// `location` is `prefix` or a place below it ("inputs.args.1.0" under "inputs.args.1").
+inline bool is_at_or_under(std::string_view location, std::string_view prefix) {
+  return location == prefix || (location.starts_with(prefix) && location[prefix.size()] == trace_format::kLocationSeparator);
+}
+
+/// The index in `call.input_keys` of the top-level input that holds the value at `location`.
+inline std::optional<std::size_t> input_position(const TraceCall& call, std::string_view location) {
+  for (std::size_t i = 0; i < call.input_keys.size(); ++i) {
+    if (is_at_or_under(location, input_location(call.input_keys[i]))) return i;
+  }
+  return std::nullopt;
+}
+
+/// The values under one top-level input, as (place below it, is a tensor): its structure.
+inline std::vector<std::pair<std::string, bool>> input_structure(const TraceCall& call, const std::string& key) {
+  std::vector<std::pair<std::string, bool>> out;
+  const std::string prefix = input_location(key);
+  for (const auto& slot : call.inputs) {
+    if (is_at_or_under(slot.location, prefix)) out.emplace_back(slot.location.substr(prefix.size()), slot.is_tensor);
+  }
+  return out;
+}
+
+/// For a reference input left without a partner by name: the candidate's location of the same
+/// value when one side passes it positionally (`args.N`) and the other by keyword
+/// (`kwargs.NAME`): the same position among the call's inputs, neither name used on the other
+/// side, and the same structure below it. Empty when the recorded order does not allow it.
+inline std::string renamed_input(const TraceCall& ref, const TraceCall& cand, const std::string& location) {
+  const auto position = input_position(ref, location);
+  if (!position || *position >= cand.input_keys.size()) return {};
+  const std::string& ref_key = ref.input_keys[*position];
+  const std::string& cand_key = cand.input_keys[*position];
+  const auto positional = [](const std::string& key) { return key.starts_with(std::string(trace_format::kArgs) + trace_format::kLocationSeparator); };
+  const auto keyword = [](const std::string& key) { return key.starts_with(std::string(trace_format::kKwargs) + trace_format::kLocationSeparator); };
+  if (!((positional(ref_key) && keyword(cand_key)) || (keyword(ref_key) && positional(cand_key)))) return {};
+  const auto has = [](const TraceCall& call, const std::string& key) {
+    return std::find(call.input_keys.begin(), call.input_keys.end(), key) != call.input_keys.end();
+  };
+  if (has(cand, ref_key) || has(ref, cand_key)) return {};
+  if (input_structure(ref, ref_key) != input_structure(cand, cand_key)) return {};
+  return input_location(cand_key) + location.substr(input_location(ref_key).size());
+}
+
+/// Each call's key, in the trace's order: the k-th call of a (renamed) path is numbered k.
+inline std::vector<CallKey> number_calls(const Trace& trace, const std::function<std::string(std::string)>& rename) {
+  std::vector<CallKey> keys;
+  std::map<std::string, std::size_t> seen;
+  for (const auto& call : trace.calls) {
+    auto path = rename(call.module_path);
+    const auto k = ++seen[path];
+    keys.emplace_back(std::move(path), k);
+  }
+  return keys;
+}
+
+/// A call's values, its inputs then its outputs.
+inline std::vector<const TraceSlot*> all_slots(const TraceCall& call) {
+  std::vector<const TraceSlot*> slots;
+  for (const auto& s : call.inputs) slots.push_back(&s);
+  for (const auto& s : call.outputs) slots.push_back(&s);
+  return slots;
+}
+
+/// Appends one value: `reference` or `candidate` is null for a value on one side only.
+inline void add_value(Alignment& out, std::pair<std::size_t, std::size_t> order, const CallKey& key, const TraceSlot* reference,
+                      const TraceSlot* candidate, DiffStatus status, bool call_missing) {
+  const TraceSlot* some = reference != nullptr ? reference : candidate;
+  TensorDiff d;
+  d.module_path = key.first;
+  d.call = key.second;
+  d.location = some->location;
+  d.status = status;
+  d.is_tensor = some->is_tensor;
+  d.call_missing = call_missing;
+  d.from_file = (reference != nullptr && reference->from_file_only) || (candidate != nullptr && candidate->from_file_only);
+  if (reference != nullptr && candidate != nullptr && candidate->location != reference->location) d.candidate_location = candidate->location;
+  out.values.push_back({order, std::move(d), reference, candidate});
+}
+
+/// A call on one side only: the call, and each of its values, missing from the other side.
+/// Its values are placed at their own order, after `order_offset` (the candidate's after the reference's).
+inline void add_one_sided_call(Alignment& out, const TraceCall& call, const CallKey& key, bool in_reference, std::size_t order_offset) {
+  out.missing_calls.push_back({key.first, key.second, in_reference, std::nullopt});
+  const auto status = in_reference ? DiffStatus::only_in_reference : DiffStatus::only_in_candidate;
+  for (const auto* slot : all_slots(call)) {
+    add_value(out, {order_offset + slot->order, 0}, key, in_reference ? slot : nullptr, in_reference ? nullptr : slot, status, true);
+  }
+}
+
+/// The values of two aligned calls, paired by location (then args.N against kwargs.NAME); the
+/// candidate's values left over come after the reference call's last event.
+inline void align_call_values(Alignment& out, const TraceCall& call, const TraceCall& other, const CallKey& key) {
+  std::map<std::string, const TraceSlot*> other_slots;
+  for (const auto* slot : all_slots(other)) other_slots.emplace(slot->location, slot);
+  for (const auto* slot : all_slots(call)) {
+    auto match = other_slots.find(slot->location);
+    if (match == other_slots.end()) {
+      // Not there by name: perhaps passed positionally on one side and by keyword on the other.
+      if (const auto renamed = renamed_input(call, other, slot->location); !renamed.empty()) match = other_slots.find(renamed);
+    }
+    if (match == other_slots.end()) {
+      add_value(out, {slot->order, 0}, key, slot, nullptr, DiffStatus::only_in_reference, false);
+      continue;
+    }
+    add_value(out, {slot->order, 0}, key, slot, match->second, DiffStatus::within_tolerance, false);
+    other_slots.erase(match);
+  }
+  std::size_t extra = 0;
+  for (const auto* slot : all_slots(other)) {
+    if (other_slots.count(slot->location) == 0) continue;
+    add_value(out, {call.exit_order, ++extra}, key, nullptr, slot, DiffStatus::only_in_candidate, false);
+  }
+}
+
+/// Aligns two parsed traces: calls by (renamed) module path and call order, values by their
+/// place in the call, then args.N against kwargs.NAME by position. No file is read here.
+inline Alignment align_traces(const Trace& ref, const Trace& cand, const std::function<std::string(std::string)>& rename) {
+  const auto ref_keys = number_calls(ref, rename);
+  const auto cand_keys = number_calls(cand, rename);
+  std::map<CallKey, std::size_t> cand_index;
+  for (std::size_t i = 0; i < cand_keys.size(); ++i) cand_index.emplace(cand_keys[i], i);
+  std::size_t after_reference = 0;
+  for (const auto& call : ref.calls) after_reference = std::max(after_reference, call.exit_order + 1);
+
+  Alignment out;
+  std::vector<bool> cand_matched(cand.calls.size(), false);
+  for (std::size_t i = 0; i < ref.calls.size(); ++i) {
+    const auto found = cand_index.find(ref_keys[i]);
+    if (found == cand_index.end()) {
+      add_one_sided_call(out, ref.calls[i], ref_keys[i], true, 0);
+      continue;
+    }
+    cand_matched[found->second] = true;
+    align_call_values(out, ref.calls[i], cand.calls[found->second], ref_keys[i]);
+  }
+  for (std::size_t j = 0; j < cand.calls.size(); ++j) {
+    if (!cand_matched[j]) add_one_sided_call(out, cand.calls[j], cand_keys[j], false, after_reference);
+  }
+  std::stable_sort(out.values.begin(), out.values.end(),
+                   [](const AlignedValue& a, const AlignedValue& b) { return a.order < b.order; });
+  return out;
+}
+
+}  // namespace tracetorch::detail

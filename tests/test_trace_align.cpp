@@ -1,0 +1,201 @@
+// include/tracetorch/detail/trace/align.hpp and format.hpp: aligning two traces, on traces built
+// in memory (no JSON, no file): calls by renamed path and call order, values by location, and
+// args.N against kwargs.NAME by position.
+
+#include <doctest/doctest.h>
+
+#include <tracetorch/detail/trace/align.hpp>
+#include <tracetorch/detail/trace/format.hpp>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace {
+
+using tracetorch::DiffStatus;
+using tracetorch::detail::Alignment;
+using tracetorch::detail::Trace;
+using tracetorch::detail::TraceCall;
+using tracetorch::detail::TraceSlot;
+
+/// A slot at `location`: a tensor, or (with `text`) another value.
+TraceSlot slot(const std::string& location, const std::string& text = {}) {
+  TraceSlot out;
+  out.location = location;
+  out.is_tensor = text.empty();
+  out.text = text;
+  return out;
+}
+
+/// Appends calls one after another (no nesting), numbering their events as the reader does:
+/// the inputs, the outputs, then the call's exit.
+struct TraceBuilder {
+  Trace trace;
+  std::size_t order = 0;
+
+  TraceBuilder& call(const std::string& path, std::vector<TraceSlot> inputs, std::vector<TraceSlot> outputs = {}) {
+    TraceCall c;
+    c.module_path = path;
+    for (auto& s : inputs) {
+      s.order = order++;
+      // "inputs.kwargs.mask.0" -> top-level input "kwargs.mask"
+      const auto kind_end = s.location.find('.', 7);
+      const auto key_end = s.location.find('.', kind_end + 1);
+      const std::string key = s.location.substr(7, key_end == std::string::npos ? std::string::npos : key_end - 7);
+      if (c.input_keys.empty() || c.input_keys.back() != key) c.input_keys.push_back(key);
+    }
+    for (auto& s : outputs) s.order = order++;
+    c.inputs = std::move(inputs);
+    c.outputs = std::move(outputs);
+    c.exit_order = order++;
+    trace.calls.push_back(std::move(c));
+    return *this;
+  }
+};
+
+std::string same_name(std::string path) { return path; }
+
+/// "path location status" per aligned value, in alignment order.
+std::vector<std::string> rows(const Alignment& alignment) {
+  std::vector<std::string> out;
+  for (const auto& v : alignment.values) {
+    out.push_back(v.diff.where() + " " + tracetorch::to_string(v.diff.status) + (v.diff.call_missing ? " (call missing)" : ""));
+  }
+  return out;
+}
+
+}  // namespace
+
+DOCTEST_TEST_SUITE("trace align") {
+
+DOCTEST_TEST_CASE("the k-th call of a path meets the k-th; an extra call's values come after the reference's") {
+  TraceBuilder ref, cand;
+  for (int i = 0; i < 2; ++i) ref.call("M.f", {slot("inputs.args.0")}, {slot("outputs")});
+  for (int i = 0; i < 3; ++i) cand.call("M.f", {slot("inputs.args.0")}, {slot("outputs")});
+  const auto alignment = tracetorch::detail::align_traces(ref.trace, cand.trace, same_name);
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{
+                                       "M.f inputs.args.0 ok", "M.f outputs ok", "M.f inputs.args.0 (call 2) ok",
+                                       "M.f outputs (call 2) ok", "M.f inputs.args.0 (call 3) only in candidate (call missing)",
+                                       "M.f outputs (call 3) only in candidate (call missing)"});
+  DOCTEST_REQUIRE(alignment.missing_calls.size() == 1);
+  DOCTEST_CHECK(alignment.missing_calls[0].name() == "M.f (call 3)");
+  DOCTEST_CHECK(!alignment.missing_calls[0].in_reference);
+  DOCTEST_CHECK(alignment.values[4].reference == nullptr);
+  DOCTEST_CHECK(alignment.values[4].candidate == &cand.trace.calls[2].inputs[0]);
+  // Paired values point at the two sides' slots.
+  DOCTEST_CHECK(alignment.values[2].reference == &ref.trace.calls[1].inputs[0]);
+  DOCTEST_CHECK(alignment.values[2].candidate == &cand.trace.calls[1].inputs[0]);
+
+  // The other way round: the reference's third call is missing from the candidate, in its place.
+  const auto reverse = tracetorch::detail::align_traces(cand.trace, ref.trace, same_name);
+  DOCTEST_CHECK(reverse.values[4].diff.status == DiffStatus::only_in_reference);
+  DOCTEST_CHECK(reverse.values[4].diff.call == 3);
+  DOCTEST_CHECK((reverse.missing_calls.size() == 1 && reverse.missing_calls[0].in_reference));
+}
+
+DOCTEST_TEST_CASE("values pair by location; one-sided values stay in their call, the candidate's at the call's end") {
+  TraceBuilder ref, cand;
+  ref.call("A", {slot("inputs.args.0")}, {slot("outputs")}).call("B", {slot("inputs.args.0")}, {slot("outputs.0"), slot("outputs.1")});
+  cand.call("A", {slot("inputs.args.0"), slot("inputs.kwargs.mask", "None")}, {slot("outputs")})
+      .call("B", {slot("inputs.args.0")}, {slot("outputs.0")});
+  const auto alignment = tracetorch::detail::align_traces(ref.trace, cand.trace, same_name);
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"A inputs.args.0 ok", "A outputs ok",
+                                                            "A inputs.kwargs.mask only in candidate", "B inputs.args.0 ok",
+                                                            "B outputs.0 ok", "B outputs.1 only in reference"});
+  DOCTEST_CHECK(alignment.missing_calls.empty());
+  DOCTEST_CHECK(!alignment.values[2].diff.is_tensor);  // the candidate's value says what it is
+  DOCTEST_CHECK(!alignment.values[2].diff.naming_differs());
+}
+
+DOCTEST_TEST_CASE("renames apply to both sides before calls are numbered") {
+  TraceBuilder ref, cand;
+  ref.call("M.layers.0", {slot("inputs.args.0")}).call("M.layers.0", {slot("inputs.args.0")});
+  cand.call("Model.blocks.0", {slot("inputs.args.0")}).call("Model.block_0", {slot("inputs.args.0")});
+  auto alignment = tracetorch::detail::align_traces(ref.trace, cand.trace, same_name);
+  DOCTEST_CHECK(alignment.missing_calls.size() == 4);  // two on each side
+  DOCTEST_CHECK(alignment.missing_calls[0].in_reference);
+  DOCTEST_CHECK(!alignment.missing_calls[3].in_reference);
+
+  // Both candidate paths become M.layers.0: its first and second call.
+  const auto rename = [](std::string path) {
+    if (path.starts_with("Model.")) return std::string("M.layers.0");
+    return path;
+  };
+  alignment = tracetorch::detail::align_traces(ref.trace, cand.trace, rename);
+  DOCTEST_CHECK(alignment.missing_calls.empty());
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"M.layers.0 inputs.args.0 ok", "M.layers.0 inputs.args.0 (call 2) ok"});
+  DOCTEST_CHECK(alignment.values[1].candidate == &cand.trace.calls[1].inputs[0]);
+
+  const auto keys = tracetorch::detail::number_calls(cand.trace, rename);
+  DOCTEST_CHECK((keys == std::vector<tracetorch::detail::CallKey>{{"M.layers.0", 1}, {"M.layers.0", 2}}));
+}
+
+DOCTEST_TEST_CASE("args.N against kwargs.NAME: the same position, no name taken, the same structure") {
+  using tracetorch::detail::renamed_input;
+  TraceBuilder python, port;
+  python.call("M", {slot("inputs.kwargs.hidden_states"), slot("inputs.kwargs.pe.0"), slot("inputs.kwargs.pe.1")});
+  port.call("M", {slot("inputs.args.0"), slot("inputs.args.1.0"), slot("inputs.args.1.1")});
+  const TraceCall& a = python.trace.calls[0];
+  const TraceCall& b = port.trace.calls[0];
+  DOCTEST_CHECK((a.input_keys == std::vector<std::string>{"kwargs.hidden_states", "kwargs.pe"}));
+  DOCTEST_CHECK(renamed_input(a, b, "inputs.kwargs.hidden_states") == "inputs.args.0");
+  DOCTEST_CHECK(renamed_input(a, b, "inputs.kwargs.pe.1") == "inputs.args.1.1");
+  DOCTEST_CHECK(renamed_input(b, a, "inputs.args.1.0") == "inputs.kwargs.pe.0");
+  auto alignment = tracetorch::detail::align_traces(python.trace, port.trace, same_name);
+  DOCTEST_REQUIRE(alignment.values.size() == 3);
+  for (const auto& v : alignment.values) DOCTEST_CHECK((v.diff.naming_differs() && v.diff.status == DiffStatus::within_tolerance));
+  DOCTEST_CHECK(alignment.values[2].diff.candidate_location == "inputs.args.1.1");
+
+  // Another structure below the input (one element, not two): not the same value.
+  TraceBuilder other;
+  other.call("M", {slot("inputs.args.0"), slot("inputs.args.1.0")});
+  DOCTEST_CHECK(renamed_input(a, other.trace.calls[0], "inputs.kwargs.pe.0").empty());
+  DOCTEST_CHECK(renamed_input(a, other.trace.calls[0], "inputs.kwargs.hidden_states") == "inputs.args.0");
+  // Both sides positional, or both by keyword: a name that differs is a different value.
+  TraceBuilder keywords;
+  keywords.call("M", {slot("inputs.kwargs.x"), slot("inputs.kwargs.pe.0"), slot("inputs.kwargs.pe.1")});
+  DOCTEST_CHECK(renamed_input(a, keywords.trace.calls[0], "inputs.kwargs.hidden_states").empty());
+  // The candidate's name at that position is the reference's name for another value: not taken.
+  TraceBuilder positional, named;
+  positional.call("M", {slot("inputs.args.0"), slot("inputs.kwargs.y")});
+  named.call("M", {slot("inputs.kwargs.y"), slot("inputs.kwargs.z")});
+  DOCTEST_CHECK(renamed_input(positional.trace.calls[0], named.trace.calls[0], "inputs.args.0").empty());
+  alignment = tracetorch::detail::align_traces(python.trace, other.trace, same_name);
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"M inputs.kwargs.hidden_states ok", "M inputs.kwargs.pe.0 only in reference",
+                                                            "M inputs.kwargs.pe.1 only in reference",
+                                                            "M inputs.args.1.0 only in candidate"});
+}
+
+DOCTEST_TEST_CASE("a top-level input holds its own place and the places below it, not a longer name's") {
+  TraceBuilder builder;
+  builder.call("M", {slot("inputs.args.1"), slot("inputs.args.10.0")});
+  const TraceCall& call = builder.trace.calls[0];
+  DOCTEST_CHECK(tracetorch::detail::input_position(call, "inputs.args.1") == 0u);
+  DOCTEST_CHECK(tracetorch::detail::input_position(call, "inputs.args.10.0") == 1u);
+  DOCTEST_CHECK(!tracetorch::detail::input_position(call, "inputs.args.2").has_value());
+  DOCTEST_CHECK((tracetorch::detail::input_structure(call, "args.10") == std::vector<std::pair<std::string, bool>>{{".0", true}}));
+  DOCTEST_CHECK((tracetorch::detail::input_structure(call, "args.1") == std::vector<std::pair<std::string, bool>>{{"", true}}));
+}
+
+DOCTEST_TEST_CASE("a root output read from its file is marked so, on either side") {
+  TraceBuilder ref, cand;
+  auto from_file = slot("outputs.0");
+  from_file.from_file_only = true;
+  ref.call("M", {}, {from_file});
+  cand.call("M", {}, {slot("outputs.0")});
+  const auto alignment = tracetorch::detail::align_traces(ref.trace, cand.trace, same_name);
+  DOCTEST_REQUIRE(alignment.values.size() == 1);
+  DOCTEST_CHECK(alignment.values[0].diff.from_file);
+  DOCTEST_CHECK(!tracetorch::detail::align_traces(cand.trace, cand.trace, same_name).values[0].diff.from_file);
+}
+
+DOCTEST_TEST_CASE("the trace format's file names") {
+  namespace format = tracetorch::detail::trace_format;
+  DOCTEST_CHECK(format::full_tensors_file_name("LlamaModel") == "LlamaModel_debug_tree_FULL_TENSORS.json");
+  DOCTEST_CHECK(format::summary_file_name("LlamaModel") == "LlamaModel_debug_tree_SUMMARY.json");
+  DOCTEST_CHECK(format::tensor_file_name("./M.a_outputs.safetensors") == "M.a_outputs.safetensors");
+  DOCTEST_CHECK(format::tensor_file_name("M.a_outputs.safetensors") == "M.a_outputs.safetensors");
+}
+
+}  // DOCTEST_TEST_SUITE
