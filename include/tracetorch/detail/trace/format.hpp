@@ -24,8 +24,12 @@ inline constexpr char kKwargs[] = "kwargs";
 inline constexpr char kShape[] = "shape";
 inline constexpr char kDtype[] = "dtype";
 inline constexpr char kValue[] = "value";
-/// The statistics of a floating tensor, each Python's repr of a 0-d tensor: "tensor(-5.1862e-03)".
-inline constexpr const char* kStatistics[] = {"mean", "std", "min", "max"};
+// The statistics of a floating tensor, each Python's repr of a 0-d tensor: "tensor(-5.1862e-03)".
+inline constexpr char kMean[] = "mean";
+inline constexpr char kStd[] = "std";
+inline constexpr char kMin[] = "min";
+inline constexpr char kMax[] = "max";
+inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
 inline constexpr char kShapePrefix[] = "torch.Size([";
 inline constexpr char kShapeSuffix[] = "])";
 inline constexpr char kDtypePrefix[] = "torch.";
