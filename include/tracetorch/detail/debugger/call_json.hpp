@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tracetorch/detail/call.hpp"
-#include "tracetorch/detail/debugger/trace_names.hpp"
+#include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/python_repr.hpp"
 
 namespace tracetorch::detail {
@@ -54,8 +54,8 @@ class TraceJsonBuilder final : public ArgumentVisitor {
   /// `{"args": [...], "kwargs": {...}}`, empty parts dropped unless `keep_empty`.
   boost::json::object take_arguments(bool keep_empty) {
     boost::json::object out(root_.storage());
-    if (keep_empty || !positional_.empty()) out[trace_names::kArgs] = std::move(positional_);
-    if (keep_empty || !keywords_.empty()) out[trace_names::kKwargs] = std::move(keywords_);
+    if (keep_empty || !positional_.empty()) out[trace_format::kArgs] = std::move(positional_);
+    if (keep_empty || !keywords_.empty()) out[trace_format::kKwargs] = std::move(keywords_);
     return out;
   }
 
@@ -82,11 +82,11 @@ class TraceJsonBuilder final : public ArgumentVisitor {
   }
   void end() override { open_.pop_back(); }
   void positional(std::size_t index) override {
-    name_argument(trace_names::kArgsStem, std::to_string(index));
+    name_argument(trace_format::kArgsStem, std::to_string(index));
     next_ = &positional_.emplace_back(nullptr);
   }
   void keyword(std::string_view name) override {
-    name_argument(trace_names::kKwargsStem, name);
+    name_argument(trace_format::kKwargsStem, name);
     next_ = &keywords_[name];
   }
 
@@ -105,7 +105,7 @@ class TraceJsonBuilder final : public ArgumentVisitor {
   }
   void name_next(std::string_view suffix) {
     prefix_.resize(open_.back().prefix_size);
-    prefix_ += trace_names::kStemSeparator;
+    prefix_ += trace_format::kStemSeparator;
     prefix_ += suffix;
   }
   void place(std::string_view text) {

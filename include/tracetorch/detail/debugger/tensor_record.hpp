@@ -18,7 +18,7 @@
 #include "tracetorch/detail/debugger/repeated_tensors.hpp"
 #include "tracetorch/detail/debugger/tensor_stats.hpp"
 #include "tracetorch/detail/debugger/trace_files.hpp"
-#include "tracetorch/detail/debugger/trace_names.hpp"
+#include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/python_repr.hpp"
 
 namespace tracetorch::detail {
@@ -64,9 +64,9 @@ class TensorRecorder final : public TensorEncoder {
                                    boost::json::storage_ptr storage) {
     boost::json::object record(seen.record, storage);
     if (use_repr_) {
-      record[trace_names::kValue] = print_lines(seen.printed, storage);
+      record[trace_format::kValue] = print_lines(seen.printed, storage);
     } else {
-      set_text(record[trace_names::kValue], files_.link(tensor, prefix, seen.file_index));
+      set_text(record[trace_format::kValue], files_.link(tensor, prefix, seen.file_index));
     }
     return record;
   }
@@ -75,13 +75,13 @@ class TensorRecorder final : public TensorEncoder {
   boost::json::object record_anew(const torch::Tensor& tensor, const std::string& prefix,
                                   boost::json::storage_ptr storage, std::string& printed) {
     boost::json::object record(storage);
-    set_text(record[trace_names::kShape], python_shape_repr(tensor.sizes()));
-    set_text(record[trace_names::kDtype], python_dtype_repr(tensor.scalar_type()));
+    set_text(record[trace_format::kShape], python_shape_repr(tensor.sizes()));
+    set_text(record[trace_format::kDtype], python_dtype_repr(tensor.scalar_type()));
     if (use_repr_) {
       printed = python_repr(tensor);
-      record[trace_names::kValue] = print_lines(printed, storage);
+      record[trace_format::kValue] = print_lines(printed, storage);
     } else {
-      set_text(record[trace_names::kValue], files_.write(tensor, prefix));
+      set_text(record[trace_format::kValue], files_.write(tensor, prefix));
     }
     const auto type = tensor.scalar_type();
     if (type == torch::kFloat16 || type == torch::kFloat32 || type == torch::kBFloat16) add_statistics(record, tensor);
@@ -93,7 +93,7 @@ class TensorRecorder final : public TensorEncoder {
     boost::json::object kept(memory_.json_storage());
     kept.reserve(record.size());
     for (const auto& entry : record) {
-      if (use_repr_ && entry.key() == trace_names::kValue) {
+      if (use_repr_ && entry.key() == trace_format::kValue) {
         kept.emplace(entry.key(), nullptr);
       } else {
         kept.emplace(entry.key(), entry.value());

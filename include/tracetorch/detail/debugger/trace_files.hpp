@@ -25,7 +25,7 @@
 
 #include "tracetorch/detail/debugger/forward_memory.hpp"
 #include "tracetorch/detail/debugger/spare_files.hpp"
-#include "tracetorch/detail/debugger/trace_names.hpp"
+#include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/detail/debugger/trace_tree.hpp"
 #include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/io/atomic_file.hpp"
@@ -99,8 +99,8 @@ class TraceFiles {
   /// (DebuggerOptions::reuse_previous_files, with use_repr=false).
   TraceFiles(const std::string& root_name, std::filesystem::path debug_path, bool keep_spares)
       : debug_path_(std::move(debug_path)),
-        full_tensors_path_(debug_path_ / (root_name + std::string(trace_names::kFullTensorsSuffix))),
-        summary_path_(debug_path_ / (root_name + std::string(trace_names::kSummarySuffix))),
+        full_tensors_path_(debug_path_ / (root_name + std::string(trace_format::kFullTensorsSuffix))),
+        summary_path_(debug_path_ / (root_name + std::string(trace_format::kSummarySuffix))),
         keep_spares_(keep_spares) {}
 
   const std::filesystem::path& full_tensors_path() const noexcept { return full_tensors_path_; }
@@ -128,7 +128,7 @@ class TraceFiles {
     } else {
       writer.emplace(path);
     }
-    write_safetensors(*writer, path, {{std::string(trace_names::kTensorFileKey), tensor}}, {});
+    write_safetensors(*writer, path, {{std::string(trace_format::kTensorKey), tensor}}, {});
     add_staged(writer->release(), path, staged.has_value());
     return json_value_of(file_name);
   }
@@ -198,11 +198,11 @@ class TraceFiles {
   };
 
   static std::string tensor_file_name(const std::string& stem) {
-    return file_name_for(stem) + std::string(trace_names::kTensorFileExtension);
+    return file_name_for(stem) + std::string(trace_format::kTensorFileExtension);
   }
   /// The JSON `value` of a tensor in the file `file_name`.
   static std::string json_value_of(const std::string& file_name) {
-    return std::string(trace_names::kTensorFileValuePrefix) + file_name;
+    return std::string(trace_format::kTensorFilePrefix) + file_name;
   }
 
   void borrow_spares() {

@@ -19,7 +19,7 @@
 #include "tracetorch/detail/call.hpp"
 #include "tracetorch/detail/debugger/call_json.hpp"
 #include "tracetorch/detail/debugger/forward_memory.hpp"
-#include "tracetorch/detail/debugger/trace_names.hpp"
+#include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/detail/python_json.hpp"
 
 namespace tracetorch::detail {
@@ -97,20 +97,20 @@ void append_call_node(std::string& out, const CallNode& node, int depth, bool st
     out += ": ";
   };
   out += '{';
-  key(trace_names::kModulePath);
+  key(trace_format::kModulePath);
   append_json_string(out, node.module_path);
   out += ',';
-  key(trace_names::kInputs);
+  key(trace_format::kInputs);
   append_python_json(out, node.inputs, depth + 1, strip_values);
   if (node.children.empty()) {
     if (node.outputs) {
       out += ',';
-      key(trace_names::kOutputs);
+      key(trace_format::kOutputs);
       append_python_json(out, *node.outputs, depth + 1, strip_values);
     }
   } else {
     out += ',';
-    key(trace_names::kChildren);
+    key(trace_format::kChildren);
     out += '[';
     bool first = true;
     for (const auto& child : node.children) {
@@ -142,7 +142,7 @@ class CallTree {
     CallNode node(path, memory_);
     node.files_before = files_before;
     ++call_counts_[&at];
-    TraceJsonBuilder inputs(file_stem(at, node, trace_names::kInputsStem), encoder_, memory_.json_storage());
+    TraceJsonBuilder inputs(file_stem(at, node, trace_format::kInputsStem), encoder_, memory_.json_storage());
     args.visit(inputs);
     node.inputs = inputs.take_arguments(/*keep_empty=*/root);
     running_.push_back(std::move(node));
@@ -161,7 +161,7 @@ class CallTree {
     if (at.has_children) {
       node.outputs.emplace(nullptr, memory_.json_storage());
     } else {
-      TraceJsonBuilder outputs(file_stem(at, node, trace_names::kOutputsStem), encoder_, memory_.json_storage());
+      TraceJsonBuilder outputs(file_stem(at, node, trace_format::kOutputsStem), encoder_, memory_.json_storage());
       result.visit(outputs);
       node.outputs = outputs.take_value();
     }
@@ -177,7 +177,7 @@ class CallTree {
     CallNode root = std::move(running_.back());
     running_.pop_back();
     std::string stem(root_name);
-    stem += trace_names::kOutputsStem;
+    stem += trace_format::kOutputsStem;
     TraceJsonBuilder builder(std::move(stem), encoder_, memory_.json_storage());
     result.visit(builder);
     boost::json::value outputs = builder.take_value();
@@ -197,7 +197,7 @@ class CallTree {
     const int call = found == call_counts_.end() ? 1 : found->second;
     std::string stem(node.module_path);
     if (call > 1) {
-      stem += trace_names::kCallStem;
+      stem += trace_format::kCallStem;
       stem += std::to_string(call);
     }
     stem += suffix;
