@@ -13,23 +13,13 @@
 ///   torch::Tensor forward(torch::Tensor x);
 /// };
 /// TRACEABLE(Mlp);   // holder `Mlp`, registered name "Mlp"
+/// static_assert(tracetorch::is_traceable_v<Mlp>);
 /// \endcode
 
 #include <type_traits>
 
 #include "tracetorch/config.hpp"
-#include "tracetorch/detail/module/holder.hpp"
-
-namespace tracetorch {
-
-/// True for a module type declared with `TRACEABLE` (its Impl, its holder or its traced form).
-template <class T>
-inline constexpr bool is_traceable_v =
-    std::is_base_of_v<detail::TracedModuleBase, T> ||
-    requires { requires std::is_base_of_v<detail::TracedModuleBase, typename T::ContainedType>; } ||
-    requires(T* p) { requires detail::is_traceable_tag<decltype(tracetorch_traceable_marker(p))>::value; };
-
-}  // namespace tracetorch
+#include "tracetorch/detail/module/holder.hpp"  // also tracetorch::is_traceable_v
 
 /// `TRACETORCH_TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the
 /// holder `Name` like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's

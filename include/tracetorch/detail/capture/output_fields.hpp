@@ -15,7 +15,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "tracetorch/module.hpp"
+#include "tracetorch/detail/module/holder.hpp"
 
 namespace tracetorch::detail {
 

@@ -14,7 +14,7 @@
 
 #include "tracetorch/detail/capture/output_fields.hpp"
 #include "tracetorch/detail/serialize.hpp"
-#include "tracetorch/module.hpp"
+#include "tracetorch/detail/module/holder.hpp"
 
 namespace tracetorch::detail {
 

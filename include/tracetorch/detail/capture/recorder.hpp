@@ -9,7 +9,7 @@
 
 #include "tracetorch/detail/capture/output_fields.hpp"
 #include "tracetorch/detail/capture/record_index.hpp"
-#include "tracetorch/module.hpp"
+#include "tracetorch/detail/module/holder.hpp"
 
 namespace tracetorch {
 

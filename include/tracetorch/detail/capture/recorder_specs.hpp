@@ -14,7 +14,7 @@
 #include "tracetorch/detail/capture/output_options.hpp"
 #include "tracetorch/detail/capture/recorder.hpp"
 #include "tracetorch/detail/capture/session.hpp"
-#include "tracetorch/module.hpp"
+#include "tracetorch/detail/module/holder.hpp"
 
 namespace tracetorch::detail {
 

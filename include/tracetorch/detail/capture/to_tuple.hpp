@@ -18,7 +18,7 @@
 
 #include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/serialize.hpp"
-#include "tracetorch/module.hpp"
+#include "tracetorch/detail/module/holder.hpp"
 
 namespace tracetorch {
 
