@@ -20,8 +20,8 @@ endif()
 
 if(fuzz_usable)
   add_test(NAME fuzz_build
-           COMMAND sh -c "\"$0\" -S \"$1\" -B \"$2\" -DCMAKE_CXX_COMPILER=\"$3\" -DTorch_DIR=\"$4\" && \"$0\" --build \"$2\" -j2"
-                   ${CMAKE_COMMAND} ${fuzz_source} ${fuzz_binary} ${TRACETORCH_CLANGXX} ${Torch_DIR})
+           COMMAND sh -c "\"$0\" -S \"$1\" -B \"$2\" -DCMAKE_CXX_COMPILER=\"$3\" && \"$0\" --build \"$2\" -j2"
+                   ${CMAKE_COMMAND} ${fuzz_source} ${fuzz_binary} ${TRACETORCH_CLANGXX})
   set_tests_properties(fuzz_build PROPERTIES FIXTURES_SETUP tracetorch_fuzzers TIMEOUT 900 LABELS fuzz)
   foreach(target fuzz_safetensors fuzz_trace_reader)
     file(MAKE_DIRECTORY ${fuzz_binary}/corpus/${target})

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tracetorch/detail/text/python_json.hpp"
 #include "tracetorch/python_repr.hpp"
 
 namespace {
@@ -378,4 +379,32 @@ DOCTEST_TEST_CASE("the exact fast path for float32 values formats as std::to_cha
   DOCTEST_CHECK(tracetorch::detail::format_float_exactly(out, 0.1, true, 4) == 0);
   DOCTEST_CHECK(tracetorch::detail::format_float_exactly(out, std::numeric_limits<double>::infinity(), true, 4) == 0);
   DOCTEST_CHECK(tracetorch::detail::format_float_exactly(out, 1e30, true, 4) == 0);
+}
+
+DOCTEST_TEST_CASE("JSON strings are written as Python's json.dumps writes them, ill-formed UTF-8 as errors='replace'") {
+  // Expected texts from Python 3.11: json.dumps(data.decode("utf-8", "replace")). The same
+  // writer serves the trace files and the safetensors header (which refuses ill-formed names).
+  const auto json_string = [](std::string_view bytes, bool well_formed) {
+    std::string out;
+    DOCTEST_CHECK_EQ(tracetorch::detail::append_json_string(out, bytes), well_formed);
+    return out;
+  };
+  DOCTEST_CHECK_EQ(json_string("plain", true), R"("plain")");
+  DOCTEST_CHECK_EQ(json_string("a\"b\\c\n\x01\x7f\xc3\xa9\xf0\x9f\x98\x80/", true),
+                   R"("a\"b\\c\n\u0001\u007f\u00e9\ud83d\ude00/")");
+  DOCTEST_CHECK_EQ(json_string("a\xff" "b", false), R"("a\ufffdb")");
+  DOCTEST_CHECK_EQ(json_string("a\xe2\x82z", false), R"("a\ufffdz")");  // one U+FFFD per ill-formed run
+  DOCTEST_CHECK_EQ(json_string("\xe2\x82", false), R"("\ufffd")");
+  DOCTEST_CHECK_EQ(json_string("\xc0\x80", false), R"("\ufffd\ufffd")");              // overlong NUL
+  DOCTEST_CHECK_EQ(json_string("\xed\xa0\x80", false), R"("\ufffd\ufffd\ufffd")");    // encoded surrogate
+  DOCTEST_CHECK_EQ(json_string("\xf4\x90\x80\x80", false), R"("\ufffd\ufffd\ufffd\ufffd")");  // above U+10FFFF
+  DOCTEST_CHECK_EQ(json_string("\xf8\x88\x80\x80\x80", false), R"("\ufffd\ufffd\ufffd\ufffd\ufffd")");
+  DOCTEST_CHECK_EQ(json_string("\xe0\x80", false), R"("\ufffd\ufffd")");
+  DOCTEST_CHECK_EQ(json_string("\xf0\x9f\x98", false), R"("\ufffd")");  // truncated at the end
+
+  // json.dumps({"a": [1, 2.5, "\u00e9", None, True, 1e-06], "b": {}, "c": []}, indent=2)
+  std::string out;
+  tracetorch::detail::append_python_json(out, json::parse(R"({"a": [1, 2.5, "\u00e9", null, true, 1e-06], "b": {}, "c": []})"), 0, false);
+  DOCTEST_CHECK_EQ(out, "{\n  \"a\": [\n    1,\n    2.5,\n    \"\\u00e9\",\n    null,\n    true,\n    1e-06\n  ],\n"
+                        "  \"b\": {},\n  \"c\": []\n}");
 }
