@@ -116,10 +116,6 @@ inline std::string python_repr(const torch::Tensor& tensor) { return detail::ten
 /// \code
 /// for (const auto& line : tracetorch::python_print_lines(x)) std::cout << line << "\n";
 /// \endcode
-inline std::vector<std::string> python_print_lines(const torch::Tensor& tensor) {
-  std::vector<std::string> lines;
-  detail::for_each_line(python_repr(tensor), [&](std::string_view line) { lines.emplace_back(line); });
-  return lines;
-}
+inline std::vector<std::string> python_print_lines(const torch::Tensor& tensor) { return detail::tensor_print_lines(tensor); }
 
 }  // namespace tracetorch

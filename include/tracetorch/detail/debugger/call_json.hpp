@@ -16,7 +16,9 @@
 
 #include "tracetorch/detail/call.hpp"
 #include "tracetorch/detail/trace/format.hpp"
-#include "tracetorch/python_repr.hpp"
+#include "tracetorch/detail/repr/float_repr.hpp"
+#include "tracetorch/detail/repr/string_repr.hpp"
+#include "tracetorch/detail/repr/torch_names.hpp"
 
 namespace tracetorch::detail {
 
@@ -62,9 +64,9 @@ class TraceJsonBuilder final : public ArgumentVisitor {
   void none() override { place("None"); }
   void boolean(bool value) override { place(value ? "True" : "False"); }
   void integer(std::int64_t value) override { place(std::to_string(value)); }
-  void floating(double value) override { place(python_repr(value)); }
-  void string(std::string_view value) override { place(python_repr(value)); }
-  void dtype(c10::ScalarType value) override { place(python_dtype_repr(value)); }
+  void floating(double value) override { place(python_float_repr(value)); }
+  void string(std::string_view value) override { place(python_string_repr(value)); }
+  void dtype(c10::ScalarType value) override { place(dtype_repr(value)); }
   void tensor(const torch::Tensor& value) override {
     *next_ = encoder_.encode(value, prefix_, next_->storage());
     next_ = nullptr;

@@ -19,7 +19,8 @@
 #include "tracetorch/detail/debugger/tensor_stats.hpp"
 #include "tracetorch/detail/debugger/trace_files.hpp"
 #include "tracetorch/detail/trace/format.hpp"
-#include "tracetorch/python_repr.hpp"
+#include "tracetorch/detail/repr/tensor_repr.hpp"
+#include "tracetorch/detail/repr/torch_names.hpp"
 
 namespace tracetorch::detail {
 
@@ -75,10 +76,10 @@ class TensorRecorder final : public TensorEncoder {
   boost::json::object record_anew(const torch::Tensor& tensor, const std::string& prefix,
                                   boost::json::storage_ptr storage, std::string& printed) {
     boost::json::object record(storage);
-    set_text(record[trace_format::kShape], python_shape_repr(tensor.sizes()));
-    set_text(record[trace_format::kDtype], python_dtype_repr(tensor.scalar_type()));
+    set_text(record[trace_format::kShape], shape_repr(tensor.sizes()));
+    set_text(record[trace_format::kDtype], dtype_repr(tensor.scalar_type()));
     if (use_repr_) {
-      printed = python_repr(tensor);
+      printed = tensor_repr(tensor);
       record[trace_format::kValue] = print_lines(printed, storage);
     } else {
       set_text(record[trace_format::kValue], files_.write(tensor, prefix));

@@ -20,7 +20,7 @@
 
 #include "tracetorch/detail/debugger/call_json.hpp"  // set_text
 #include "tracetorch/detail/trace/format.hpp"
-#include "tracetorch/python_repr.hpp"
+#include "tracetorch/detail/repr/tensor_repr.hpp"
 
 namespace tracetorch::detail {
 
@@ -111,8 +111,8 @@ inline void add_float32_statistics(boost::json::object& record, const torch::Ten
   // Where the answer is zero, min()/max() are asked again: which of -0.0 and 0.0 each
   // returns depends on its own order of visits.
   const auto [min_value, max_value] = min_max(data, count);
-  set_text(record[trace_format::kMin], min_value == 0 ? python_repr(tensor.min()) : scalar_tensor_repr(min_value, torch::kFloat32));
-  set_text(record[trace_format::kMax], max_value == 0 ? python_repr(tensor.max()) : scalar_tensor_repr(max_value, torch::kFloat32));
+  set_text(record[trace_format::kMin], min_value == 0 ? tensor_repr(tensor.min()) : scalar_tensor_repr(min_value, torch::kFloat32));
+  set_text(record[trace_format::kMax], max_value == 0 ? tensor_repr(tensor.max()) : scalar_tensor_repr(max_value, torch::kFloat32));
 }
 
 /// mean, std, min and max as transformers' debugger prints them (repr of each 0-d tensor).
@@ -128,8 +128,8 @@ inline void add_statistics(boost::json::object& record, const torch::Tensor& ten
       // An empty tensor has no min/max: Python raises there; the trace leaves them out.
     }
   };
-  stat(trace_format::kMean, [&] { return python_repr(tensor.mean()); });
-  stat(trace_format::kStd, [&] { return python_repr(tensor.std()); });
+  stat(trace_format::kMean, [&] { return tensor_repr(tensor.mean()); });
+  stat(trace_format::kStd, [&] { return tensor_repr(tensor.std()); });
   // min()/max() copy a non-contiguous tensor first; for an expanded view (a stride-0
   // dimension) that copy can be far larger than the tensor's memory, so amin()/amax()
   // read it in place (they differ only in which zero they return among -0.0 and 0.0).
@@ -137,8 +137,8 @@ inline void add_statistics(boost::json::object& record, const torch::Tensor& ten
   if (tensor.layout() == c10::kStrided) {  // sparse tensors have no strides
     for (std::int64_t d = 0; d < tensor.dim(); ++d) expanded |= tensor.stride(d) == 0 && tensor.size(d) > 1;
   }
-  stat(trace_format::kMin, [&] { return python_repr(expanded ? tensor.amin() : tensor.min()); });
-  stat(trace_format::kMax, [&] { return python_repr(expanded ? tensor.amax() : tensor.max()); });
+  stat(trace_format::kMin, [&] { return tensor_repr(expanded ? tensor.amin() : tensor.min()); });
+  stat(trace_format::kMax, [&] { return tensor_repr(expanded ? tensor.amax() : tensor.max()); });
 }
 
 }  // namespace tracetorch::detail

@@ -29,7 +29,7 @@
 #include "tracetorch/detail/debugger/trace_tree.hpp"
 #include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/io/atomic_file.hpp"
-#include "tracetorch/safetensors.hpp"  // detail::write_safetensors
+#include "tracetorch/detail/io/safetensors_torch.hpp"  // write_safetensors
 
 namespace tracetorch::detail {
 

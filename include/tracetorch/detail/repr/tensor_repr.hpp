@@ -17,6 +17,7 @@
 #include "tracetorch/detail/repr/string_repr.hpp"
 #include "tracetorch/detail/repr/tensor_body.hpp"
 #include "tracetorch/detail/repr/torch_names.hpp"
+#include "tracetorch/detail/text/lines.hpp"
 
 namespace tracetorch::detail {
 
@@ -187,6 +188,13 @@ inline std::string scalar_tensor_repr(double value, c10::ScalarType type) {
   if (type != c10::typeMetaToScalarType(c10::get_default_dtype())) suffixes.push_back("dtype=" + dtype_repr(type));
   add_suffixes(out, suffixes, kTensorReprIndent, false);
   return out;
+}
+
+/// print(tensor) as lines (str.splitlines()).
+inline std::vector<std::string> tensor_print_lines(const torch::Tensor& tensor) {
+  std::vector<std::string> lines;
+  for_each_line(tensor_repr(tensor), [&](std::string_view line) { lines.emplace_back(line); });
+  return lines;
 }
 
 }  // namespace tracetorch::detail

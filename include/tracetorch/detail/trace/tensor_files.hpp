@@ -20,10 +20,9 @@
 #include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/detail/trace/printed_numbers.hpp"
 #include "tracetorch/detail/trace/reader.hpp"
-// The two public headers below have no detail/ counterpart yet: python_dtype_repr and
-// python_print_lines, safetensors::load_single and safetensors::Reader.
-#include "tracetorch/python_repr.hpp"
-#include "tracetorch/safetensors.hpp"
+#include "tracetorch/detail/io/safetensors_file.hpp"
+#include "tracetorch/detail/repr/tensor_repr.hpp"
+#include "tracetorch/detail/repr/torch_names.hpp"
 
 namespace tracetorch::detail {
 
@@ -43,8 +42,8 @@ inline torch::Tensor load_trace_tensor(const Trace& trace, const TraceSlot& slot
     throw Error("tracetorch: " + path.string() + ": holds shape " + shape_text(sizes) + " but " +
                 trace.json_file.string() + " says " + shape_text(slot.shape));
   }
-  if (python_dtype_repr(tensor.scalar_type()) != slot.dtype) {
-    throw Error("tracetorch: " + path.string() + ": holds " + python_dtype_repr(tensor.scalar_type()) + " but " +
+  if (dtype_repr(tensor.scalar_type()) != slot.dtype) {
+    throw Error("tracetorch: " + path.string() + ": holds " + dtype_repr(tensor.scalar_type()) + " but " +
                 trace.json_file.string() + " says " + slot.dtype);
   }
   return tensor;
@@ -53,7 +52,7 @@ inline torch::Tensor load_trace_tensor(const Trace& trace, const TraceSlot& slot
 /// The printed numbers of a slot: its own lines, or its file's tensor printed as Python would.
 inline std::vector<PrintedNumber> printed_numbers(const Trace& trace, const TraceSlot& slot, const std::string& where) {
   std::vector<std::string> lines = slot.lines;
-  if (!slot.file.empty()) lines = python_print_lines(load_trace_tensor(trace, slot));
+  if (!slot.file.empty()) lines = tensor_print_lines(load_trace_tensor(trace, slot));
   std::vector<PrintedNumber> numbers;
   if (!parse_printed_numbers(lines, numbers)) {
     throw Error("tracetorch: " + trace.json_file.string() + ": " + where + ": value is not a printed tensor (" +
@@ -93,7 +92,7 @@ inline TraceSlot root_output_slot(const Trace& trace, const std::string& name, c
                                  : trace_format::kOutputs + (trace_format::kLocationSeparator + suffix.substr(1));
   slot.is_tensor = true;
   slot.shape = info.shape;
-  slot.dtype = python_dtype_repr(info.dtype);
+  slot.dtype = dtype_repr(info.dtype);
   slot.file = trace_format::kTensorFilePrefix + name;
   slot.from_file_only = true;
   return slot;
