@@ -85,6 +85,7 @@ class UniqueFd {
     fd_ = fd;
   }
   int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
   explicit operator bool() const noexcept { return fd_ >= 0; }
 
  private:
@@ -494,30 +495,36 @@ inline std::optional<StagedDirectory> publish_once(StagedDirectory& staged, cons
     pd::fail("cannot exchange " + staged.path_.string() + " with", target, error);
   }
 
-  // The replaced tree is at the staging name now. What it still holds that the new tree keeps
-  // (directories, entries made or replaced after they were linked) moves over; the links it
-  // shares with the new tree go, so that it holds only what the new tree replaced or dropped.
+  // The replaced tree is at the staging name now, and from here on never removed by accident:
+  // it may hold directories of the target's that are not moved back yet.
+  const pd::UniqueFd new_tree(staged.fd_.release());  // locked until the moves are done
+  StagedDirectory replaced(target, staged.path_, std::move(lock->fd_));
+  // What the replaced tree still holds that the new tree keeps (directories, entries made or
+  // replaced after they were linked) moves over; the links it shares with the new tree go, so
+  // that it holds only what the new tree replaced or refused.
   std::string failed;
-  for (const auto& name : pd::entries_of(lock->fd())) {
-    if (!carry_over(name)) continue;
-    struct stat now {};
-    if (::fstatat(lock->fd(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    const auto found = carried.find(name);
-    int moved = 0;
-    if (found != carried.end() && pd::same_inode(found->second, now)) {
-      moved = ::unlinkat(lock->fd(), name.c_str(), 0);
-    } else if (found != carried.end()) {
-      moved = ::renameat(lock->fd(), name.c_str(), staged.fd(), name.c_str());  // newer than the copy kept
-    } else if (!pd::exists_at(staged.fd(), name.c_str())) {
-      moved = pd::rename_at(lock->fd(), name.c_str(), staged.fd(), name.c_str(), pd::kRenameNoReplace);
+  try {
+    for (const auto& name : pd::entries_of(replaced.fd())) {
+      if (!carry_over(name)) continue;
+      struct stat now {};
+      if (::fstatat(replaced.fd(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      const auto found = carried.find(name);
+      int moved = 0;
+      if (found != carried.end() && pd::same_inode(found->second, now)) {
+        moved = ::unlinkat(replaced.fd(), name.c_str(), 0);
+      } else if (found != carried.end()) {
+        moved = ::renameat(replaced.fd(), name.c_str(), new_tree.get(), name.c_str());  // newer than the one kept
+      } else if (!pd::exists_at(new_tree.get(), name.c_str())) {
+        moved = pd::rename_at(replaced.fd(), name.c_str(), new_tree.get(), name.c_str(), pd::kRenameNoReplace);
+      }
+      if (moved != 0 && errno != ENOENT && failed.empty()) {
+        failed = (replaced.path_ / name).string() + ": " + std::generic_category().message(errno);
+      }
     }
-    if (moved != 0 && errno != ENOENT && failed.empty()) {
-      failed = (staged.path_ / name).string() + ": " + std::generic_category().message(errno);
-    }
+  } catch (const std::exception& error) {  // from carry_over, or out of memory
+    failed = error.what();
   }
   if (sync) pd::sync_directory(parent);  // after the moves: the user's directories are away only briefly
-  StagedDirectory replaced(target, staged.path_, std::move(lock->fd_));
-  staged.fd_.reset();  // the new tree: unlocked, no longer removed on destruction
   if (!failed.empty()) {
     const auto kept = parent / ("." + target.filename().string() + ".tracetorch-kept-" + pd::random_hex());
     std::error_code ec;
