@@ -381,6 +381,59 @@ DOCTEST_TEST_CASE("other entries of debug_path survive a publish; a predicate dr
   DOCTEST_CHECK(names_in(root.path()) == std::set<std::string>{"dbg"});
 }
 
+DOCTEST_TEST_CASE("the replaced tree can be kept (spares) and staged again; while kept, other publishes leave it alone") {
+  Scratch root;
+  const auto dbg = root / "dbg";
+  add_user_entries(dbg);
+  publish_generation(dbg, "part", 1);
+  auto spares = [&] {
+    StagedDirectory staged(dbg);
+    write_generation(staged.path(), "part", 2);
+    return tracetorch::detail::publish(std::move(staged));
+  }();
+  DOCTEST_REQUIRE(spares.has_value());
+  DOCTEST_CHECK(generation_of(spares->path(), "part") == 1);  // the replaced files only
+  DOCTEST_CHECK(names_in(spares->path()).size() == static_cast<std::size_t>(kParts));
+  publish_generation(dbg, "other", 1);  // another publish: the kept tree is locked, not abandoned
+  DOCTEST_CHECK(generation_of(spares->path(), "part") == 1);
+  // Written over in place and published: the tree it replaces becomes the next spares.
+  write_generation(spares->path(), "part", 3);
+  auto next = tracetorch::detail::publish(std::move(*spares));
+  DOCTEST_CHECK(generation_of(dbg, "part") == 3);
+  DOCTEST_CHECK(generation_of(dbg, "other") == 1);
+  DOCTEST_CHECK(slurp(dbg / "user-dir" / "inner.txt") == "inside");
+  DOCTEST_REQUIRE(next.has_value());
+  DOCTEST_CHECK(generation_of(next->path(), "part") == 2);
+  next.reset();
+  spares.reset();
+  DOCTEST_CHECK(names_in(root.path()) == std::set<std::string>{"dbg"});
+}
+
+DOCTEST_TEST_CASE("two threads publishing into one debug_path: serialized, neither update lost") {
+  Scratch root;
+  const auto dbg = root / "dbg";
+  constexpr long kGenerations = 25;
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w) {
+    writers.emplace_back([&, w] {
+      const std::string tag = w == 0 ? "A" : "B";
+      try {
+        const auto not_mine = [tag](std::string_view name) { return !name.starts_with(tag + "-"); };
+        for (long generation = 1; generation <= kGenerations; ++generation) publish_generation(dbg, tag, generation, not_mine);
+      } catch (const std::exception& error) {
+        errors[w] = error.what();
+      }
+    });
+  }
+  for (auto& writer : writers) writer.join();
+  DOCTEST_CHECK(errors[0] == "");
+  DOCTEST_CHECK(errors[1] == "");
+  DOCTEST_CHECK(generation_of(dbg, "A") == kGenerations);
+  DOCTEST_CHECK(generation_of(dbg, "B") == kGenerations);
+  DOCTEST_CHECK(names_in(root.path()) == std::set<std::string>{"dbg"});
+}
+
 DOCTEST_TEST_CASE("a staging directory of a killed run is removed by the next publish, a live writer's is not") {
   Scratch root;
   const auto dbg = root / "dbg";
