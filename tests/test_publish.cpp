@@ -183,13 +183,15 @@ int wait_for(const Child& child, std::chrono::milliseconds limit = std::chrono::
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/// SIGKILL by pid, then reaped.
-void kill_and_reap(const Child& child) {
+/// SIGKILL by pid, then reaped; returns what it wrote that was not read yet.
+std::string kill_and_reap(const Child& child) {
   ::kill(child.pid, SIGKILL);
   int status = 0;
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
+  std::string output = read_all(child.out);
   ::close(child.out);
+  return output;
 }
 
 /// What a user keeps in a debug_path besides traces: a file and a directory with a file.
@@ -224,7 +226,8 @@ DOCTEST_TEST_CASE("kill -9 at random instants of a writer publishing trace after
     char published = 0;
     if (round % 2 == 1) DOCTEST_REQUIRE(::read(writer.out, &published, 1) == 1);
     std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 25000)(random)));
-    kill_and_reap(writer);
+    const std::string output = kill_and_reap(writer);
+    DOCTEST_CHECK_MESSAGE(output.find("child failed") == std::string::npos, output);  // every publish it finished succeeded
 
     // Exactly one whole generation, never older than the last one, never missing.
     const auto seen = generation_of(dbg, "part");
