@@ -4,7 +4,7 @@
 // lists each case and its result.
 
 #include <doctest/doctest.h>
-#include <tracetorch/detail/read_file.hpp>
+#include <tracetorch/detail/io/read_file.hpp>
 #include <tracetorch/detail/trace/reader.hpp>
 #include <tracetorch/tracetorch.hpp>
 

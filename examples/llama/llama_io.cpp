@@ -3,7 +3,7 @@
 
 #include <boost/json.hpp>
 #include <tracetorch/checkpoint.hpp>
-#include <tracetorch/detail/read_file.hpp>
+#include <tracetorch/detail/io/read_file.hpp>
 
 #include <cmath>
 #include <fstream>

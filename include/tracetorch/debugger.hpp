@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/attachments.hpp"
+#include "tracetorch/detail/module/attachments.hpp"
 #include "tracetorch/detail/debugger/debug_io.hpp"
 #include "tracetorch/detail/debugger/session.hpp"
 #include "tracetorch/detail/debugger/trace_files.hpp"

@@ -28,6 +28,10 @@
 /// not compile for it unless the skip list names it: a skip is always declared, with a reason,
 /// never a silent pass. `tracetorch-scan-skipped` reads the skip lists from the source text.
 ///
+/// The tests themselves are in tracetorch/testing/, one file per group: test code over the public
+/// API, so they include public headers as a model's own test would. The names and skip lists the
+/// scanner also reads are in detail/testing/common_test_names.hpp (no LibTorch).
+///
 /// Not included by <tracetorch/tracetorch.hpp>: it needs doctest.
 
 #include <doctest/doctest.h>
@@ -42,8 +46,8 @@
 #include "tracetorch/safetensors.hpp"
 #include "tracetorch/testing/common_tests.hpp"  // common_test_names, Skip
 
-#include "tracetorch/detail/testing/registration.hpp"
-#include "tracetorch/detail/testing/tester.hpp"  // Inputs, input_or_none, ExpectedSizes, ModelTester
+#include "tracetorch/testing/registration.hpp"
+#include "tracetorch/testing/tester.hpp"  // Inputs, input_or_none, ExpectedSizes, ModelTester
 
 /// Registers the common model tests for `Tester` as doctest cases named "<model_name>: test_x";
 /// the tests in `Tester::skipped_tests` are registered skipped, their reason as the description.

@@ -3,6 +3,7 @@
 // capture_outputs, the debugger scope) must still build, compute the same values, and write nothing.
 
 #include <doctest/doctest.h>
+#include <tracetorch/tracetorch.hpp>
 
 #include <filesystem>
 #include <type_traits>

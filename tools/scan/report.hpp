@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include <tracetorch/detail/python_json.hpp>  // append_python_json
+#include <tracetorch/detail/text/python_json.hpp>  // append_python_json
 #include <tracetorch/detail/testing/common_test_names.hpp>  // common_test_names
 
 #include "common.hpp"

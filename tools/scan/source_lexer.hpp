@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <tracetorch/python_repr.hpp>  // append_utf8
+#include <tracetorch/detail/text/unicode.hpp>  // append_utf8
 
 #include "common.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "tracetorch/detail/serialize.hpp"
+#include "tracetorch/detail/module/serialize.hpp"
 
 namespace tracetorch::detail {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/capture/output_fields.hpp"
 #include "tracetorch/detail/capture/output_options.hpp"
 #include "tracetorch/detail/capture/record_index.hpp"

@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "tracetorch/detail/capture/output_fields.hpp"
-#include "tracetorch/detail/serialize.hpp"
+#include "tracetorch/detail/module/serialize.hpp"
 #include "tracetorch/detail/module/holder.hpp"
 
 namespace tracetorch::detail {

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/attachments.hpp"
-#include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/module/attachments.hpp"
+#include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/output_options.hpp"
 #include "tracetorch/detail/capture/record_index.hpp"

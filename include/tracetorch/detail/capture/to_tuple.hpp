@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "tracetorch/detail/error.hpp"
-#include "tracetorch/detail/serialize.hpp"
+#include "tracetorch/detail/module/serialize.hpp"
 #include "tracetorch/detail/module/holder.hpp"
 
 namespace tracetorch {

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/detail/repr/float_repr.hpp"
 #include "tracetorch/detail/repr/string_repr.hpp"

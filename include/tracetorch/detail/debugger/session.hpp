@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/attachments.hpp"
-#include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/module/attachments.hpp"
+#include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/debugger/forward_memory.hpp"
 #include "tracetorch/detail/debugger/tensor_record.hpp"
 #include "tracetorch/detail/debugger/trace_files.hpp"

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/debugger/call_json.hpp"
 #include "tracetorch/detail/debugger/forward_memory.hpp"
 #include "tracetorch/detail/trace/format.hpp"

@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "tracetorch/detail/error.hpp"
-#include "tracetorch/detail/read_file.hpp"
+#include "tracetorch/detail/io/read_file.hpp"
 
 namespace tracetorch::detail {
 

@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/debugger/debug_io.hpp"
 
 namespace tracetorch::detail {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "tracetorch/detail/error.hpp"
-#include "tracetorch/detail/read_file.hpp"
+#include "tracetorch/detail/io/read_file.hpp"
 #include "tracetorch/detail/trace/format.hpp"
 
 namespace tracetorch::detail {

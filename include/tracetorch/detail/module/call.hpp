@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "tracetorch/detail/serialize.hpp"
+#include "tracetorch/detail/module/serialize.hpp"
 
 namespace tracetorch::detail {
 

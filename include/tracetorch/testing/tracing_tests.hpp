@@ -16,13 +16,13 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/debugger.hpp"  // public until the debugger has its detail/ folder (issue 22)
-#include "tracetorch/detail/attachments.hpp"
-#include "tracetorch/detail/read_file.hpp"
-#include "tracetorch/detail/testing/checks.hpp"
-#include "tracetorch/detail/testing/fixture.hpp"
-#include "tracetorch/detail/testing/tester.hpp"
-#include "tracetorch/module.hpp"  // public until module has its detail/ folder (issue 22): is_traceable_v
+#include "tracetorch/debugger.hpp"
+#include "tracetorch/detail/module/attachments.hpp"
+#include "tracetorch/detail/io/read_file.hpp"
+#include "tracetorch/testing/checks.hpp"
+#include "tracetorch/testing/fixture.hpp"
+#include "tracetorch/testing/tester.hpp"
+#include "tracetorch/module.hpp"
 
 namespace tracetorch::testing::detail {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <system_error>
 
-#include "tracetorch/detail/testing/tester.hpp"
+#include "tracetorch/testing/tester.hpp"
 
 namespace tracetorch::testing::detail {
 

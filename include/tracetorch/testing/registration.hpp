@@ -12,11 +12,11 @@
 #include <tuple>
 
 #include "tracetorch/detail/testing/common_test_names.hpp"
-#include "tracetorch/detail/testing/consistency_tests.hpp"
-#include "tracetorch/detail/testing/output_tests.hpp"
-#include "tracetorch/detail/testing/tester.hpp"
-#include "tracetorch/detail/testing/tracing_tests.hpp"
-#include "tracetorch/detail/testing/training_tests.hpp"
+#include "tracetorch/testing/consistency_tests.hpp"
+#include "tracetorch/testing/output_tests.hpp"
+#include "tracetorch/testing/tester.hpp"
+#include "tracetorch/testing/tracing_tests.hpp"
+#include "tracetorch/testing/training_tests.hpp"
 
 namespace tracetorch::testing::detail {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tracetorch/detail/call.hpp"
+#include "tracetorch/detail/module/call.hpp"
 
 namespace tracetorch::detail {
 

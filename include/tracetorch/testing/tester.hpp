@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "tracetorch/capture.hpp"  // public until capture has its detail/ folder (issue 22): OutputOptions
+#include "tracetorch/capture.hpp"
 #include "tracetorch/detail/testing/common_test_names.hpp"
 
 namespace tracetorch::testing {

@@ -16,10 +16,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "tracetorch/capture.hpp"  // public until capture has its detail/ folder (issue 22): to_tuple
-#include "tracetorch/detail/testing/checks.hpp"
-#include "tracetorch/detail/testing/fixture.hpp"
-#include "tracetorch/detail/testing/tester.hpp"
+#include "tracetorch/capture.hpp"
+#include "tracetorch/testing/checks.hpp"
+#include "tracetorch/testing/fixture.hpp"
+#include "tracetorch/testing/tester.hpp"
 
 namespace tracetorch::testing::detail {
 

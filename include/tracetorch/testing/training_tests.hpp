@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "tracetorch/detail/testing/fixture.hpp"
+#include "tracetorch/testing/fixture.hpp"
 
 namespace tracetorch::testing::detail {
 

@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "tracetorch/capture.hpp"  // public until capture has its detail/ folder (issue 22): has_output_fields
+#include "tracetorch/capture.hpp"
 
 namespace tracetorch::testing::detail {
 

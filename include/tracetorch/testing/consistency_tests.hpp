@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/testing/checks.hpp"
-#include "tracetorch/detail/testing/fixture.hpp"
-#include "tracetorch/detail/testing/tester.hpp"
-#include "tracetorch/nn/state_dict.hpp"  // public until nn has its detail/ folder (issue 22)
-#include "tracetorch/safetensors.hpp"    // public until safetensors has its detail/ folder (issue 22)
+#include "tracetorch/testing/checks.hpp"
+#include "tracetorch/testing/fixture.hpp"
+#include "tracetorch/testing/tester.hpp"
+#include "tracetorch/nn/state_dict.hpp"
+#include "tracetorch/safetensors.hpp"
 
 namespace tracetorch::testing::detail {
 
