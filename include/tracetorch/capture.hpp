@@ -35,7 +35,7 @@
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/output.hpp"
-#include "tracetorch/patch_mapping.hpp"
+#include "tracetorch/detail/capture/patch_api.hpp"  // the patch API without RE2 (patch_mapping.hpp registers)
 #include "tracetorch/record_map.hpp"
 
 namespace tracetorch {
