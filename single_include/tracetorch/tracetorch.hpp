@@ -118,6 +118,8 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 /// in compile-time form. A base model declares which submodules produce which output field; the
 /// model's forward wraps its body in `capture_outputs`, which collects hidden states and
 /// attention maps from those submodules while the body runs, and fills them into the output.
+/// Includes the output structs (output.hpp), record maps (record_map.hpp) and the patch
+/// registry (patch_mapping.hpp).
 ///
 /// \code
 /// struct BaseModelOutputWithPast {
@@ -139,47 +141,70 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 
 #include <torch/torch.h>
 
-#include <boost/pfr.hpp>
-#include <boost/preprocessor/punctuation/comma_if.hpp>
-#include <boost/preprocessor/seq/for_each.hpp>
-#include <boost/preprocessor/seq/for_each_i.hpp>
-#include <boost/preprocessor/stringize.hpp>
-#include <boost/preprocessor/variadic/size.hpp>
-#include <boost/preprocessor/variadic/to_seq.hpp>
+#include <type_traits>
+
+// ---- begin tracetorch/detail/capture/capturing_models.hpp ----
+/// \file
+/// The model classes that capture (transformers' PreTrainedModels with a record map): where an
+/// outer model's recorders stop, and which replacements patch_output_recorders gave each class.
+
+#include <torch/torch.h>
 
 #include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <limits>
-#include <map>
 #include <functional>
-#include <initializer_list>
-#include <memory>
+#include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <typeindex>
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/attachments.hpp ----
-// Hanging observers on module instances and taking them off again: shared by the debugger
-// (every traced module) and output capture (the modules its recorders select).
+// ---- begin tracetorch/detail/capture/patch_registry.hpp ----
+/// \file
+/// The run-time patch registry (transformers' monkey_patching): class names or patterns mapped
+/// to replacement module types; all its reads and writes. Patterns arrive compiled
+/// (patch_pattern.hpp), so this file needs no regex library.
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/module/holder.hpp ----
+/// \file
+/// The holders `TRACEABLE` defines (`TracedHolder`, and `PlainHolder` under TRACETORCH_DISABLE):
+/// `torch::nn::ModuleHolder` with call operators of forward's exact parameter types.
 
 #include <torch/torch.h>
 
+#include <type_traits>
+#include <utility>
+
+// ---- begin tracetorch/detail/module/traced.hpp ----
+/// \file
+/// `Traced<Impl, Name>`: the class derived from a user's `Impl` whose `forward` has the exact
+/// signature of `Impl::forward` and hands the call to the attached observers (detail/call.hpp).
+
+#include <torch/torch.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
-// ---- begin tracetorch/detail/call.hpp ----
+// ---- begin tracetorch/detail/module/call.hpp ----
 // What a traced call shows to whoever watches it (the debugger, output capture), without
 // either side knowing the other's types: the module's attachments, and type-erased views of
 // the call's arguments and result.
@@ -198,7 +223,7 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 #include <type_traits>
 #include <utility>
 
-// ---- begin tracetorch/detail/serialize.hpp ----
+// ---- begin tracetorch/detail/module/serialize.hpp ----
 // C++ values as transformers' debugger serialises Python values (`_serialize_io`), told to a
 // ValueVisitor: tensors, scalars and strings as leaves, sequences (tuples, lists) and mappings
 // (string maps, named-field structs, keyword packs) as nested containers. The debugger's
@@ -412,7 +437,7 @@ void visit_value(const T& value, ValueVisitor& visitor) {
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/serialize.hpp ----
+// ---- end tracetorch/detail/module/serialize.hpp ----
 
 namespace tracetorch::detail {
 
@@ -651,161 +676,15 @@ template <class R, class Call, class... A>
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/call.hpp ----
-
-namespace tracetorch::detail {
-
-/// Containers have no forward of their own (Python's ModuleList is never called either), so
-/// they are not reported as untraced; their elements are checked on their own.
-inline bool is_container(const torch::nn::Module& module) noexcept {
-  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
-}
-
-/// A set of attachments owned together; removed, newest first, on destruction.
-class AttachmentSet {
- public:
-  AttachmentSet() = default;
-  AttachmentSet(const AttachmentSet&) = delete;
-  AttachmentSet& operator=(const AttachmentSet&) = delete;
-  ~AttachmentSet() { detach(); }
-
-  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
-  /// Modules that are not traced (and not containers) are listed in untraced().
-  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
-    const auto named = root.named_modules("", /*include_self=*/true);
-    std::unique_lock lock(attachment_mutex());
-    attachments_.reserve(attachments_.size() + named.size());
-    for (const auto& item : named) {
-      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
-      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
-      if (traced == nullptr) {
-        if (!is_container(*item.value())) untraced_.push_back(path);
-        continue;
-      }
-      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
-    }
-  }
-
-  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
-  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
-    std::unique_lock lock(attachment_mutex());
-    add_locked(module, observer, std::move(module_path), false, false, tag);
-  }
-
-  void detach() noexcept {
-    std::unique_lock lock(attachment_mutex());
-    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
-      Attachment& at = **it;
-      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
-      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
-      if (head == &at) {
-        at.module->attachments_.store(at.next, std::memory_order_release);
-        continue;
-      }
-      for (Attachment* p = head; p != nullptr; p = p->next) {
-        if (p->next == &at) {
-          p->next = at.next;
-          break;
-        }
-      }
-    }
-    attachments_.clear();
-  }
-
-  bool empty() const noexcept { return attachments_.empty(); }
-  const std::vector<std::unique_ptr<Attachment>>& entries() const noexcept { return attachments_; }
-  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
-
- private:
-  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
-                  bool has_children, std::size_t tag) {
-    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
-    at.observer = &observer;
-    at.module = &module;
-    at.module_path = std::move(module_path);
-    at.is_root = is_root;
-    at.has_children = has_children;
-    at.tag = tag;
-    at.next = module.attachments_.load(std::memory_order_acquire);
-    module.attachments_.store(&at, std::memory_order_release);
-  }
-
-  std::vector<std::unique_ptr<Attachment>> attachments_;
-  std::vector<std::string> untraced_;
-};
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/attachments.hpp ----
-// ---- begin tracetorch/module.hpp ----
+// ---- end tracetorch/detail/module/call.hpp ----
+// ---- begin tracetorch/detail/debugger/debug_io.hpp ----
 /// \file
-/// `TRACEABLE(Name)`: the one annotation a module class needs.
-///
-/// LibTorch has no forward hooks and `forward` is not virtual, so calls are intercepted at
-/// compile time instead: `TRACEABLE(Name)` defines the holder `Name` (as `TORCH_MODULE(Name)`
-/// does) over `Traced<NameImpl>`, a class derived from `NameImpl` whose `forward` has the exact
-/// signature of `NameImpl::forward` and checks one pointer before calling it. Nothing is replaced
-/// at run time; with no trace attached a call costs that one branch.
-///
-/// \code
-/// struct MlpImpl : torch::nn::Module {
-///   torch::Tensor forward(torch::Tensor x);
-/// };
-/// TRACEABLE(Mlp);   // holder `Mlp`, registered name "Mlp"
-/// \endcode
-
-#include <type_traits>
-
-// ---- begin tracetorch/config.hpp ----
-/// \file
-/// The configuration macros, all in one place. Define them before the first tracetorch include,
-/// the same in every translation unit of a program (as doctest's DOCTEST_CONFIG_* macros).
-///
-/// - `TRACETORCH_DISABLE`: tracing compiled out. `TRACEABLE` gives LibTorch's plain holder with
-///   the same call operators, the debugger and capture become no-ops that still compile
-///   (the test "TRACETORCH_DISABLE compiles tracing out" shows it).
-/// - `TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES`: `TRACEABLE` is left undefined; use
-///   `TRACETORCH_TRACEABLE` (the compile-error test no_short_macro_names shows it).
-///
-/// \code
-/// #define TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES
-/// #include <tracetorch/tracetorch.hpp>
-/// struct MlpImpl : torch::nn::Module { torch::Tensor forward(torch::Tensor x) { return x; } };
-/// TRACETORCH_TRACEABLE(Mlp);
-/// \endcode
-// ---- end tracetorch/config.hpp ----
-// ---- begin tracetorch/detail/module/holder.hpp ----
-/// \file
-/// The holders `TRACEABLE` defines (`TracedHolder`, and `PlainHolder` under TRACETORCH_DISABLE):
-/// `torch::nn::ModuleHolder` with call operators of forward's exact parameter types.
-
-#include <torch/torch.h>
-
-#include <type_traits>
-#include <utility>
-
-// ---- begin tracetorch/detail/module/traced.hpp ----
-/// \file
-/// `Traced<Impl, Name>`: the class derived from a user's `Impl` whose `forward` has the exact
-/// signature of `Impl::forward` and hands the call to the attached observers (detail/call.hpp).
-
-#include <torch/torch.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cstddef>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-
-// ---- begin tracetorch/detail/debug_io.hpp ----
-// Tracing switched on from the call, as upstream models accept `debug_io=True`,
-// `debug_io_dir=` and `prune_layers=` (transformers' check_model_inputs wraps such a call in
-// model_addition_debugger_context). A traced forward whose arguments include an options struct
-// with those members checks them; the debugger itself is reached through a pointer that
-// <tracetorch/debugger.hpp> sets, so model code compiles without it.
+/// Tracing switched on from the call, as upstream models accept `debug_io=True`, `debug_io_dir=`
+/// and `prune_layers=` (transformers' check_model_inputs wraps such a call in the debugger).
+//
+// A traced forward whose arguments include an options struct with those members checks them;
+// the debugger itself is reached through a pointer that <tracetorch/debugger.hpp> sets, so model
+// code compiles without it.
 
 #include <torch/torch.h>
 
@@ -892,7 +771,7 @@ R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const D
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/debug_io.hpp ----
+// ---- end tracetorch/detail/debugger/debug_io.hpp ----
 
 namespace tracetorch::detail {
 
@@ -1126,7 +1005,6 @@ template <class T>
 using traced_type_t = typename traced_type<T>::type;
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/module/holder.hpp ----
 
 namespace tracetorch {
 
@@ -1138,42 +1016,298 @@ inline constexpr bool is_traceable_v =
     requires(T* p) { requires detail::is_traceable_tag<decltype(tracetorch_traceable_marker(p))>::value; };
 
 }  // namespace tracetorch
-
-/// `TRACETORCH_TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the
-/// holder `Name` like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's
-/// path). `TRACEABLE(Name)` is its short name, left undefined under
-/// TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES (as doctest's DOCTEST_CONFIG_NO_SHORT_MACRO_NAMES).
-#define TRACETORCH_TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
-#ifndef TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES
-#define TRACEABLE(Name) TRACETORCH_TRACEABLE(Name)
-#endif
-
-/// `TRACETORCH_TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
-#ifdef TRACETORCH_DISABLE
-// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): LibTorch's holder of the plain Impl, no
-// tracing; the call operators are the traced holder's, so calls compile the same way.
-#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
-  class Name : public ::tracetorch::detail::PlainHolder<ImplType> { /* NOLINT */                  \
-   public:                                                                                        \
-    using ::tracetorch::detail::PlainHolder<ImplType>::PlainHolder;                               \
-    using Impl = ImplType;                                                                        \
-  }
-#else
-#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
-  class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
-   public:                                                                                        \
-    using ::tracetorch::detail::TracedHolder<ImplType, #Name>::TracedHolder;                      \
-    using Impl = ImplType;                                                                        \
-  };                                                                                              \
-  ::tracetorch::detail::traceable_tag<Name> tracetorch_traceable_marker(ImplType*)
-#endif  // TRACETORCH_DISABLE
-// ---- end tracetorch/module.hpp ----
+// ---- end tracetorch/detail/module/holder.hpp ----
 
 namespace tracetorch {
 
-// ---------------------------------------------------------------------------------------------
-// Options of a forward
-// ---------------------------------------------------------------------------------------------
+/// A replacement module type, as a registry value: `tracetorch::replacement<FusedAttention>()`.
+struct PatchReplacement {
+  std::type_index type;
+  std::string name;
+};
+
+namespace detail {
+
+template <class T>
+PatchReplacement replacement_for() {
+#ifdef TRACETORCH_DISABLE
+  return {std::type_index(typeid(T)), std::string()};
+#else
+  static_assert(is_traceable_v<T>, "tracetorch::replacement: the replacement type was never declared TRACEABLE");
+  using Traced = traced_type_t<T>;
+  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name)};
+#endif
+}
+
+struct PatchEntry {
+  std::string key;
+  // The compiled pattern behind a function, so that matching needs no regex header here.
+  std::function<bool(std::string_view)> matches;
+  PatchReplacement replacement;
+};
+
+struct PatchRegistry {
+  std::mutex mutex;
+  std::vector<PatchEntry> entries;  // registration order; an overwritten key keeps its place
+};
+
+inline PatchRegistry& patch_registry() {
+  static PatchRegistry registry;
+  return registry;
+}
+
+/// An exact key first, then the first pattern (in registration order) that matches.
+inline std::optional<PatchReplacement> find_patch_replacement(std::string_view class_name) {
+  auto& registry = patch_registry();
+  std::lock_guard lock(registry.mutex);
+  for (const auto& entry : registry.entries) {
+    if (entry.key == class_name) return entry.replacement;
+  }
+  for (const auto& entry : registry.entries) {
+    if (entry.matches(class_name)) return entry.replacement;
+  }
+  return std::nullopt;
+}
+
+inline auto find_patch_key(std::vector<PatchEntry>& entries, const std::string& key) {
+  return std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.key == key; });
+}
+
+/// Refuses a key given twice, or already registered, unless `overwrite`: before anything changes.
+inline void check_new_patch_keys(const std::vector<PatchEntry>& prepared, std::vector<PatchEntry>& registered,
+                                 bool overwrite) {
+  if (overwrite) return;
+  for (std::size_t i = 0; i < prepared.size(); ++i) {
+    const bool twice_here = std::any_of(prepared.begin(), prepared.begin() + static_cast<std::ptrdiff_t>(i),
+                                        [&](const auto& e) { return e.key == prepared[i].key; });
+    if (twice_here || find_patch_key(registered, prepared[i].key) != registered.end()) {
+      throw Error("tracetorch: register_patch_mapping: \"" + prepared[i].key +
+                  "\" is already registered (pass overwrite = true to replace it)");
+    }
+  }
+}
+
+/// Adds compiled entries, all or none; an overwritten key keeps its place.
+inline void add_patch_entries(std::vector<PatchEntry> prepared, bool overwrite) {
+  auto& registry = patch_registry();
+  std::lock_guard lock(registry.mutex);
+  check_new_patch_keys(prepared, registry.entries, overwrite);
+  for (auto& entry : prepared) {
+    const auto existing = find_patch_key(registry.entries, entry.key);
+    if (existing != registry.entries.end()) {
+      *existing = std::move(entry);
+    } else {
+      registry.entries.push_back(std::move(entry));
+    }
+  }
+}
+
+/// Removes keys, all or none: a key that is not registered is an error.
+inline void remove_patch_keys(const std::vector<std::string>& keys) {
+  auto& registry = patch_registry();
+  std::lock_guard lock(registry.mutex);
+  for (const auto& key : keys) {
+    if (find_patch_key(registry.entries, key) == registry.entries.end()) {
+      throw Error("tracetorch: unregister_patch_mapping: \"" + key + "\" is not registered");
+    }
+  }
+  std::erase_if(registry.entries, [&](const auto& e) { return std::find(keys.begin(), keys.end(), e.key) != keys.end(); });
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+// ---- end tracetorch/detail/capture/patch_registry.hpp ----
+
+namespace tracetorch {
+
+/// A recorder of a model's record map, resolved against the patch registry.
+struct PatchedRecorder {
+  std::string field;
+  std::string target;       // the class name the record map names
+  std::string replacement;  // the registered replacement's name, empty when none
+};
+
+namespace detail {
+
+template <class Impl>
+bool is_instance_of(const torch::nn::Module& module) {
+  return dynamic_cast<const Impl*>(&module) != nullptr;
+}
+
+/// Per recorder target (by class name), the replacement it records instead.
+using PatchedTargets = std::map<std::string, PatchReplacement, std::less<>>;
+
+/// A model class whose forward runs capture_outputs: transformers' PreTrainedModel with a record
+/// map. Registered once per class, before main, by the capture_outputs it instantiates.
+struct CapturingModelType {
+  std::type_index type;
+  bool (*is_instance)(const torch::nn::Module&);
+  void (*recorder_targets)(std::vector<std::pair<std::string_view, std::string_view>>&);  // (field, class name)
+};
+
+struct CapturingModels {
+  std::mutex mutex;
+  std::vector<CapturingModelType> types;
+  /// After patch_output_recorders: per model class, the recorder targets it patched.
+  std::map<std::type_index, PatchedTargets> patched;
+};
+
+inline CapturingModels& capturing_models() {
+  static CapturingModels models;
+  return models;
+}
+
+template <class Record, class... Recorders>
+void append_record_targets(std::vector<std::pair<std::string_view, std::string_view>>& out, std::tuple<Recorders...>*) {
+  (out.emplace_back(Record::field, Recorders::target::registered_name), ...);
+}
+
+template <class Model>
+void record_map_targets(std::vector<std::pair<std::string_view, std::string_view>>& out) {
+  using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
+  std::apply([&](auto... record) { (append_record_targets<decltype(record)>(out, static_cast<typename decltype(record)::recorders*>(nullptr)), ...); },
+             Records{});
+}
+
+template <class Model>
+bool register_capturing_model() {
+  auto& models = capturing_models();
+  std::lock_guard lock(models.mutex);
+  models.types.push_back({std::type_index(typeid(Model)), &is_instance_of<Model>, &record_map_targets<Model>});
+  return true;
+}
+
+template <class Model>
+inline const bool capturing_model_registered = register_capturing_model<Model>();
+
+/// Which modules start a sub-model of their own: taken once per capture, not per module.
+class SubModelTest {
+ public:
+  SubModelTest() {
+    auto& models = capturing_models();
+    std::lock_guard lock(models.mutex);
+    for (const auto& type : models.types) tests_.push_back(type.is_instance);
+  }
+  bool operator()(const torch::nn::Module& module) const {
+    return std::any_of(tests_.begin(), tests_.end(), [&](auto test) { return test(module); });
+  }
+
+ private:
+  std::vector<bool (*)(const torch::nn::Module&)> tests_;
+};
+
+/// The replacements patch_output_recorders gave `Model`'s recorders (usually none).
+template <class Model>
+PatchedTargets patched_recorders() {
+  auto& models = capturing_models();
+  std::lock_guard lock(models.mutex);
+  const auto found = models.patched.find(std::type_index(typeid(Model)));
+  return found == models.patched.end() ? PatchedTargets() : found->second;
+}
+
+/// Resolves one model class's recorders against the patch registry, records each replacement
+/// found, and says what each recorder now records.
+inline void patch_model_class(const CapturingModelType& type, std::vector<PatchedRecorder>& report) {
+  auto& models = capturing_models();
+  std::vector<std::pair<std::string_view, std::string_view>> targets;
+  type.recorder_targets(targets);
+  for (const auto& [field, target] : targets) {
+    auto replacement = find_patch_replacement(target);
+    report.push_back({std::string(field), std::string(target), replacement ? replacement->name : std::string()});
+    if (!replacement) continue;
+    std::lock_guard lock(models.mutex);
+    models.patched[type.type].insert_or_assign(std::string(target), std::move(*replacement));
+  }
+}
+
+/// patch_output_recorders: each capturing model class found in `model` (itself included), once.
+template <class ModelHolder>
+std::vector<PatchedRecorder> patch_model_recorders(const ModelHolder& model) {
+  std::vector<PatchedRecorder> report;
+  auto& models = capturing_models();
+  std::vector<CapturingModelType> types;
+  {
+    std::lock_guard lock(models.mutex);
+    types = models.types;
+  }
+  std::vector<std::type_index> done;
+  for (const auto& module : model->modules(/*include_self=*/true)) {
+    for (const auto& type : types) {
+      if (!type.is_instance(*module) || std::find(done.begin(), done.end(), type.type) != done.end()) continue;
+      done.push_back(type.type);
+      patch_model_class(type, report);
+    }
+  }
+  return report;
+}
+
+inline void unpatch_all_model_recorders() {
+  auto& models = capturing_models();
+  std::lock_guard lock(models.mutex);
+  models.patched.clear();
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+// ---- end tracetorch/detail/capture/capturing_models.hpp ----
+// ---- begin tracetorch/detail/capture/output_options.hpp ----
+/// \file
+/// What a caller asks of a forward (OutputOptions, transformers' keyword arguments) and how it
+/// resolves against the model's config: one owner for the options and their defaults.
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/capture/config_flag.hpp ----
+/// \file
+/// The one reader of a model's `config.<flag>`, a bool or a std::optional<bool> (None): capture
+/// reads output_hidden_states, output_attentions, return_dict and use_cache through it.
+
+#include <optional>
+
+
+namespace tracetorch::detail {
+
+/// A flag as a bool, or None when it is an empty optional.
+template <class T>
+std::optional<bool> flag_value(const T& value) {
+  if constexpr (is_optional_like<T>) {
+    return value.has_value() ? std::optional<bool>(static_cast<bool>(*value)) : std::nullopt;
+  } else {
+    return static_cast<bool>(value);
+  }
+}
+
+/// The flag `member` reads from `model.config`; None when the model has no config or the config
+/// lacks that member (transformers reads an absent attribute as None).
+template <class Model, class Member>
+std::optional<bool> config_flag(const Model& model, Member member) {
+  if constexpr (requires { member(model.config); }) {
+    return flag_value(member(model.config));
+  } else {
+    return std::nullopt;
+  }
+}
+
+// The config members capture reads, each a reader for config_flag; its return type makes a
+// config without the member a substitution failure, which config_flag reads as None.
+#define TRACETORCH_DETAIL_CONFIG_MEMBER(name) \
+  inline constexpr auto name##_member = [](const auto& config) -> decltype(config.name) { return config.name; }
+TRACETORCH_DETAIL_CONFIG_MEMBER(output_hidden_states);
+TRACETORCH_DETAIL_CONFIG_MEMBER(output_attentions);
+TRACETORCH_DETAIL_CONFIG_MEMBER(return_dict);
+TRACETORCH_DETAIL_CONFIG_MEMBER(use_cache);
+#undef TRACETORCH_DETAIL_CONFIG_MEMBER
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/config_flag.hpp ----
+
+namespace tracetorch {
 
 /// Positions of hidden_states to keep: `.output_hidden_states = tracetorch::layers{1, 3}` is
 /// transformers' `output_hidden_states=[1, 3]`.
@@ -1225,25 +1359,6 @@ struct OutputOptions {
   std::optional<bool> prune_layers;
 };
 
-/// In a trace, options appear as Python keyword arguments holding only what was set, so a call
-/// without options traces exactly like `model(input_ids)` in Python.
-template <class Visitor>
-void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
-  if (options.output_hidden_states) {
-    if (options.output_hidden_states->is_list()) {
-      visit("output_hidden_states", options.output_hidden_states->indices());
-    } else {
-      visit("output_hidden_states", options.output_hidden_states->all());
-    }
-  }
-  if (options.output_attentions) visit("output_attentions", *options.output_attentions);
-  if (options.use_cache) visit("use_cache", *options.use_cache);
-  if (options.return_dict) visit("return_dict", *options.return_dict);
-  if (options.debug_io) visit("debug_io", *options.debug_io);
-  if (options.debug_io_dir) visit("debug_io_dir", *options.debug_io_dir);
-  if (options.prune_layers) visit("prune_layers", *options.prune_layers);
-}
-
 /// How `capture_outputs` finishes hidden_states.
 struct CaptureSettings {
   /// Replace the last recorded hidden state by the output's (post-norm) last_hidden_state, as
@@ -1251,11 +1366,90 @@ struct CaptureSettings {
   bool tie_last_hidden_states = true;
 };
 
+/// Resolved output flags of one forward.
+struct ResolvedOutputs {
+  LayerSelection hidden_states = false;
+  bool attentions = false;
+  /// Upstream's return_dict (call, else config, else true). A C++ forward returns its struct
+  /// either way; where it is false, `to_tuple(out, model)` is what Python would have returned.
+  bool return_dict = true;
+};
+
 namespace detail {
 
-// ---------------------------------------------------------------------------------------------
-// Output structs: named fields
-// ---------------------------------------------------------------------------------------------
+/// Each flag from the call's options, else the model's config, else its default.
+template <class Model>
+ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
+  ResolvedOutputs resolved;
+  if (options.output_hidden_states) {
+    resolved.hidden_states = *options.output_hidden_states;
+  } else if (const auto from_config = config_flag(model, output_hidden_states_member)) {
+    resolved.hidden_states = LayerSelection(*from_config);
+  }
+  resolved.attentions = options.output_attentions.value_or(config_flag(model, output_attentions_member).value_or(false));
+  resolved.return_dict = options.return_dict.value_or(config_flag(model, return_dict_member).value_or(true));
+  return resolved;
+}
+
+/// transformers' `@merge_with_config_defaults`: use_cache from the config unless given.
+template <class Model>
+OutputOptions merge_with_config_defaults(const Model& model, OutputOptions options) {
+  if (!options.use_cache) options.use_cache = config_flag(model, use_cache_member);
+  return options;
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+// ---- end tracetorch/detail/capture/output_options.hpp ----
+// ---- begin tracetorch/detail/capture/run_capture.hpp ----
+/// \file
+/// capture_outputs' steps once something is requested: recorder specs from the record map, a
+/// session around the forward body, the collected values filled into its output.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/capture/fill_output.hpp ----
+/// \file
+/// Collected values moved into the output struct's fields, as upstream finishes them: the last
+/// hidden state tied to the output's, attentions split from cross_attentions.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/capture/output_fields.hpp ----
+/// \file
+/// An output struct's fields by name, as TRACETORCH_OUTPUT declares them: how record maps and
+/// capture find a field (`"attentions"`, `&Output::attentions`) in a plain C++ struct.
+
+#include <boost/pfr.hpp>
+#include <boost/preprocessor/punctuation/comma_if.hpp>
+#include <boost/preprocessor/seq/for_each.hpp>
+#include <boost/preprocessor/seq/for_each_i.hpp>
+#include <boost/preprocessor/stringize.hpp>
+#include <boost/preprocessor/variadic/size.hpp>
+#include <boost/preprocessor/variadic/to_seq.hpp>
+
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+
+namespace tracetorch::detail {
 
 /// One field of an output struct, by name and member pointer.
 template <FixedString Name, auto Member>
@@ -1298,9 +1492,29 @@ struct member_name<Member> {
   static_assert(!value.empty(), "tracetorch::record<&Output::field>: the field is not listed in TRACETORCH_OUTPUT");
 };
 
-// ---------------------------------------------------------------------------------------------
-// Roles and recorders
-// ---------------------------------------------------------------------------------------------
+}  // namespace tracetorch::detail
+
+// TRACETORCH_OUTPUT's pieces (tracetorch/output.hpp): one visit, and one NamedField, per field.
+#define TRACETORCH_DETAIL_VISIT_FIELD(r, value, field) visit(BOOST_PP_STRINGIZE(field), value.field);
+#define TRACETORCH_DETAIL_NAMED_FIELD(r, Type, i, field) \
+  BOOST_PP_COMMA_IF(i)::tracetorch::detail::NamedField<BOOST_PP_STRINGIZE(field), &Type::field>
+// ---- end tracetorch/detail/capture/output_fields.hpp ----
+// ---- begin tracetorch/detail/capture/record_index.hpp ----
+/// \file
+/// Which element of a recorded module's output a recorder reads, and which output role a field
+/// plays: upstream's defaults and Python's negative indices, checked at compile time.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+
+namespace tracetorch::detail {
 
 enum class OutputRole { hidden_states, attentions };
 
@@ -1337,6 +1551,23 @@ TRACETORCH_DETAIL_RESULT_OF(noexcept);
 TRACETORCH_DETAIL_RESULT_OF(const noexcept);
 #undef TRACETORCH_DETAIL_RESULT_OF
 
+/// Element `Index` of a forward output tuple `R`, counted from the end when negative; it must be
+/// a tensor or an optional tensor.
+template <class R, int Index>
+constexpr int checked_tuple_index() {
+  constexpr int size = static_cast<int>(std::tuple_size_v<R>);
+  constexpr int index = Index < 0 ? Index + size : Index;
+  static_assert(index >= 0 && index < size,
+                "tracetorch::OutputRecorder: index out of range for the target's forward output tuple");
+  if constexpr (index >= 0 && index < size) {
+    using Element = std::remove_cvref_t<std::tuple_element_t<index, R>>;
+    static_assert(std::is_same_v<Element, torch::Tensor> || std::is_same_v<Element, std::optional<torch::Tensor>>,
+                  "tracetorch::OutputRecorder: index names an element of the target's forward output that is "
+                  "neither a torch::Tensor nor a std::optional<torch::Tensor>");
+  }
+  return index;
+}
+
 /// The element index a recorder reads, Python's negative indices counted from the end; checked,
 /// readably, against `Traced`'s forward output. A forward returning one tensor is recorded whole,
 /// whatever the index (upstream records a non-tuple output as it is).
@@ -1352,17 +1583,7 @@ constexpr int checked_output_index() {
     if constexpr (std::is_same_v<R, torch::Tensor>) {
       return 0;
     } else if constexpr (is_tuple_like<R>) {
-      constexpr int size = static_cast<int>(std::tuple_size_v<R>);
-      constexpr int index = Index < 0 ? Index + size : Index;
-      static_assert(index >= 0 && index < size,
-                    "tracetorch::OutputRecorder: index out of range for the target's forward output tuple");
-      if constexpr (index >= 0 && index < size) {
-        using Element = std::remove_cvref_t<std::tuple_element_t<index, R>>;
-        static_assert(std::is_same_v<Element, torch::Tensor> || std::is_same_v<Element, std::optional<torch::Tensor>>,
-                      "tracetorch::OutputRecorder: index names an element of the target's forward output that is "
-                      "neither a torch::Tensor nor a std::optional<torch::Tensor>");
-      }
-      return index;
+      return checked_tuple_index<R, Index>();
     } else {
       static_assert(always_false<R>,
                     "tracetorch::OutputRecorder: the target's forward returns neither a tensor nor a tuple");
@@ -1371,176 +1592,129 @@ constexpr int checked_output_index() {
   }
 }
 
-}  // namespace detail
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/record_index.hpp ----
+// ---- begin tracetorch/detail/capture/session.hpp ----
+/// \file
+/// One capture's collection: the recorders' modules watched during one forward on one thread,
+/// their outputs gathered into a slot per output field.
 
-/// Compile-time replacements of a module type (type-level patch mapping): a recorder that
-/// targets `Original` also records the listed types. Specialise for the holder type:
-/// `template <> struct tracetorch::replacements<LlamaAttention> { using types = std::tuple<FusedAttention>; };`
-template <class Original>
-struct replacements {
-  using types = std::tuple<>;
-};
+#include <torch/torch.h>
 
-/// transformers' `OutputRecorder(target_class, index=..., layer_name=...)`: records element
-/// `Index` of the output of every module that is a `Target` (holder or Impl type of a TRACEABLE
-/// class, or a class derived from it: Python's isinstance), as upstream: the index defaults to 0,
-/// counts from the end when negative, and a module returning one tensor is recorded whole;
-/// `LayerName` is matched as a substring of the module's path written with a leading dot
-/// (`".crossattention."` matches `.encoder.layer.0.crossattention.self`).
-template <class Target, int Index = 0, detail::FixedString LayerName = "">
-struct OutputRecorder {
-#ifndef TRACETORCH_DISABLE
-  static_assert(is_traceable_v<Target>,
-                "tracetorch::OutputRecorder: the target module type was never declared TRACEABLE");
-#endif
-  using target = typename std::conditional_t<is_traceable_v<Target>, detail::traced_type<Target>,
-                                             std::type_identity<void>>::type;
-  using original = Target;
-  static constexpr int index = Index;
-  static constexpr std::string_view layer_name = LayerName.view();
-};
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <typeindex>
+#include <utility>
+#include <vector>
 
-namespace detail {
+// ---- begin tracetorch/detail/module/attachments.hpp ----
+/// \file
+/// Hanging observers on module instances and taking them off again: shared by the debugger
+/// (every traced module) and output capture (the modules its recorders select).
 
-template <class R>
-struct as_recorder {
-  using type = OutputRecorder<R, field_default_index>;
-};
-template <class T, int I, FixedString L>
-struct as_recorder<OutputRecorder<T, I, L>> {
-  using type = OutputRecorder<T, I, L>;
-};
+#include <torch/torch.h>
 
-template <FixedString Name>
-struct field_named {
-  static constexpr std::string_view name = Name.view();
-};
-template <auto Member>
-struct field_at {
-  static constexpr std::string_view name = member_name<Member>::value;
-};
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
-}  // namespace detail
 
-/// One entry of a record map: an output field and the recorders that fill it.
-template <class FieldKey, class... Recorders>
-struct OutputRecord {
-  static constexpr std::string_view field = FieldKey::name;
-  static_assert(detail::is_known_field(field),
-                "tracetorch::record: the field must be hidden_states, attentions or cross_attentions");
-  static constexpr detail::OutputRole role = detail::role_of(field);
-  using recorders = std::tuple<Recorders...>;
+namespace tracetorch::detail {
 
-  /// Two recorders under attentions are self- and cross-attention in one list, split by
-  /// position into attentions and cross_attentions (upstream's rule).
-  static constexpr bool splits_cross_attentions = field == "attentions" && sizeof...(Recorders) == 2;
+/// Containers have no forward of their own (Python's ModuleList is never called either), so
+/// they are not reported as untraced; their elements are checked on their own.
+inline bool is_container(const torch::nn::Module& module) noexcept {
+  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
+}
 
-  template <class Recorder>
-  static constexpr int index_of() {
-#ifdef TRACETORCH_DISABLE
-    return 0;
-#else
-    if constexpr (!is_traceable_v<typename Recorder::original>) {
-      return 0;  // OutputRecorder's static_assert said it; nothing more to add
-    } else {
-      constexpr int written =
-          Recorder::index == detail::field_default_index ? detail::default_index_of(field) : Recorder::index;
-      return detail::checked_output_index<typename Recorder::target, written>();
+/// A set of attachments owned together; removed, newest first, on destruction.
+class AttachmentSet {
+ public:
+  AttachmentSet() = default;
+  AttachmentSet(const AttachmentSet&) = delete;
+  AttachmentSet& operator=(const AttachmentSet&) = delete;
+  ~AttachmentSet() { detach(); }
+
+  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
+  /// Modules that are not traced (and not containers) are listed in untraced().
+  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
+    const auto named = root.named_modules("", /*include_self=*/true);
+    std::unique_lock lock(attachment_mutex());
+    attachments_.reserve(attachments_.size() + named.size());
+    for (const auto& item : named) {
+      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
+      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
+      if (traced == nullptr) {
+        if (!is_container(*item.value())) untraced_.push_back(path);
+        continue;
+      }
+      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
     }
-#endif
   }
-  static constexpr bool indices_checked = ((index_of<Recorders>() >= 0) && ...);
-};
 
-/// A record-map entry naming its field: `record<"attentions", OutputRecorder<LlamaAttention, 1>>()`.
-/// A recorder may be given as a bare module type (`record<"hidden_states", LlamaDecoderLayer>()`).
-template <detail::FixedString Field, class... Recorders>
-constexpr auto record() {
-  static_assert(sizeof...(Recorders) > 0, "tracetorch::record: name at least one recorder");
-  using Entry = OutputRecord<detail::field_named<Field>, typename detail::as_recorder<Recorders>::type...>;
-  static_assert(Entry::indices_checked);
-  return Entry{};
-}
-
-/// A record-map entry by member pointer: `record<&Output::attentions, LlamaAttention>()`.
-template <auto Member, class... Recorders>
-  requires std::is_member_object_pointer_v<decltype(Member)>
-constexpr auto record() {
-  static_assert(sizeof...(Recorders) > 0, "tracetorch::record: name at least one recorder");
-  using Entry = OutputRecord<detail::field_at<Member>, typename detail::as_recorder<Recorders>::type...>;
-  static_assert(Entry::indices_checked);
-  return Entry{};
-}
-
-/// The record map, transformers' `_can_record_outputs`:
-/// `static constexpr auto can_record_outputs = tracetorch::output_records(record<...>(), ...);`
-template <class... Records>
-constexpr std::tuple<Records...> output_records(Records...) {
-  return {};
-}
-
-// ---------------------------------------------------------------------------------------------
-// Run-time patch mapping (transformers' monkey_patching registry)
-// ---------------------------------------------------------------------------------------------
-
-/// A replacement module type, as a registry value: `tracetorch::replacement<FusedAttention>()`.
-struct PatchReplacement {
-  std::type_index type;
-  std::string name;
-};
-
-template <class T>
-PatchReplacement replacement() {
-#ifdef TRACETORCH_DISABLE
-  return {std::type_index(typeid(T)), std::string()};
-#else
-  static_assert(is_traceable_v<T>, "tracetorch::replacement: the replacement type was never declared TRACEABLE");
-  using Traced = detail::traced_type_t<T>;
-  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name)};
-#endif
-}
-
-namespace detail {
-
-struct PatchEntry {
-  std::string key;
-  // The compiled pattern behind a function, so that only code that registers a mapping
-  // includes RE2 (patch_mapping.hpp).
-  std::function<bool(std::string_view)> matches;
-  PatchReplacement replacement;
-};
-
-struct PatchRegistry {
-  std::mutex mutex;
-  std::vector<PatchEntry> entries;  // registration order; an overwritten key keeps its place
-};
-
-inline PatchRegistry& patch_registry() {
-  static PatchRegistry registry;
-  return registry;
-}
-
-}  // namespace detail
-
-/// The registered replacement for a class name: an exact key first, then the first pattern (in
-/// registration order) that regex-searches successfully in the name.
-inline std::optional<PatchReplacement> find_patch_replacement(std::string_view class_name) {
-  auto& registry = detail::patch_registry();
-  std::lock_guard lock(registry.mutex);
-  for (const auto& entry : registry.entries) {
-    if (entry.key == class_name) return entry.replacement;
+  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
+  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
+    std::unique_lock lock(attachment_mutex());
+    add_locked(module, observer, std::move(module_path), false, false, tag);
   }
-  for (const auto& entry : registry.entries) {
-    if (entry.matches(class_name)) return entry.replacement;
+
+  void detach() noexcept {
+    std::unique_lock lock(attachment_mutex());
+    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
+      Attachment& at = **it;
+      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
+      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
+      if (head == &at) {
+        at.module->attachments_.store(at.next, std::memory_order_release);
+        continue;
+      }
+      for (Attachment* p = head; p != nullptr; p = p->next) {
+        if (p->next == &at) {
+          p->next = at.next;
+          break;
+        }
+      }
+    }
+    attachments_.clear();
   }
-  return std::nullopt;
-}
 
-namespace detail {
+  bool empty() const noexcept { return attachments_.empty(); }
+  const std::vector<std::unique_ptr<Attachment>>& entries() const noexcept { return attachments_; }
+  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
 
-// ---------------------------------------------------------------------------------------------
-// Collection
-// ---------------------------------------------------------------------------------------------
+ private:
+  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
+                  bool has_children, std::size_t tag) {
+    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
+    at.observer = &observer;
+    at.module = &module;
+    at.module_path = std::move(module_path);
+    at.is_root = is_root;
+    at.has_children = has_children;
+    at.tag = tag;
+    at.next = module.attachments_.load(std::memory_order_acquire);
+    module.attachments_.store(&at, std::memory_order_release);
+  }
+
+  std::vector<std::unique_ptr<Attachment>> attachments_;
+  std::vector<std::string> untraced_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/module/attachments.hpp ----
+
+namespace tracetorch::detail {
 
 /// One recorder, resolved for one capture: the modules it accepts and where it puts values.
 struct RecorderSpec {
@@ -1561,109 +1735,6 @@ inline bool path_has_layer_name(std::string_view path, std::string_view layer_na
   dotted += '.';
   dotted += path;
   return dotted.find(layer_name) != std::string::npos;
-}
-
-template <class Tuple>
-struct type_indices;
-template <class... T>
-struct type_indices<std::tuple<T...>> {
-  static void append(std::vector<std::type_index>& out) {
-    static_assert((is_traceable_v<T> && ...), "tracetorch::replacements: every replacement type must be TRACEABLE");
-    (out.emplace_back(typeid(traced_type_t<T>)), ...);
-  }
-};
-
-template <class Impl>
-bool is_instance_of(const torch::nn::Module& module) {
-  return dynamic_cast<const Impl*>(&module) != nullptr;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Models that capture: where an outer model's recorders stop, and their patched recorders
-// ---------------------------------------------------------------------------------------------
-
-/// A model class whose forward runs capture_outputs: transformers' PreTrainedModel with a record
-/// map. Registered once per class, before main, by the capture_outputs it instantiates.
-struct CapturingModelType {
-  std::type_index type;
-  bool (*is_instance)(const torch::nn::Module&);
-  void (*recorder_targets)(std::vector<std::pair<std::string_view, std::string_view>>&);  // (field, class name)
-};
-
-struct CapturingModels {
-  std::mutex mutex;
-  std::vector<CapturingModelType> types;
-  /// After patch_output_recorders: per model class, the recorder targets (by class name) and
-  /// the replacement each now records instead.
-  std::map<std::type_index, std::map<std::string, PatchReplacement, std::less<>>> patched;
-};
-
-inline CapturingModels& capturing_models() {
-  static CapturingModels models;
-  return models;
-}
-
-template <class Record, class... Recorders>
-void append_record_targets(std::vector<std::pair<std::string_view, std::string_view>>& out, std::tuple<Recorders...>*) {
-  (out.emplace_back(Record::field, Recorders::target::registered_name), ...);
-}
-
-template <class Model>
-void record_map_targets(std::vector<std::pair<std::string_view, std::string_view>>& out) {
-  using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
-  std::apply([&](auto... record) { (append_record_targets<decltype(record)>(out, static_cast<typename decltype(record)::recorders*>(nullptr)), ...); },
-             Records{});
-}
-
-template <class Model>
-bool register_capturing_model() {
-  auto& models = capturing_models();
-  std::lock_guard lock(models.mutex);
-  models.types.push_back({std::type_index(typeid(Model)), &is_instance_of<Model>, &record_map_targets<Model>});
-  return true;
-}
-
-template <class Model>
-inline const bool capturing_model_registered = register_capturing_model<Model>();
-
-/// Which modules start a sub-model of their own: taken once per capture, not per module.
-class SubModelTest {
- public:
-  SubModelTest() {
-    auto& models = capturing_models();
-    std::lock_guard lock(models.mutex);
-    for (const auto& type : models.types) tests_.push_back(type.is_instance);
-  }
-  bool operator()(const torch::nn::Module& module) const {
-    return std::any_of(tests_.begin(), tests_.end(), [&](auto test) { return test(module); });
-  }
-
- private:
-  std::vector<bool (*)(const torch::nn::Module&)> tests_;
-};
-
-/// The replacements patch_output_recorders gave `Model`'s recorders (usually none).
-template <class Model>
-std::map<std::string, PatchReplacement, std::less<>> patched_recorders() {
-  auto& models = capturing_models();
-  std::lock_guard lock(models.mutex);
-  const auto found = models.patched.find(std::type_index(typeid(Model)));
-  return found == models.patched.end() ? std::map<std::string, PatchReplacement, std::less<>>() : found->second;
-}
-
-template <class Recorder>
-void resolve_targets(RecorderSpec& spec, const std::map<std::string, PatchReplacement, std::less<>>& patched) {
-  using Traced = typename Recorder::target;
-  using Impl = typename Traced::ImplType;
-  if (const auto found = patched.find(Traced::registered_name); found != patched.end()) {
-    spec.types.push_back(found->second.type);  // upstream swaps the target class for the replacement
-    return;
-  }
-  spec.is_target = &is_instance_of<Impl>;
-  type_indices<typename replacements<typename Recorder::original>::types>::append(spec.types);
-  if constexpr (!std::is_same_v<Impl, typename Recorder::original>) {
-    type_indices<typename replacements<Impl>::types>::append(spec.types);
-  }
 }
 
 /// Values collected for one output field.
@@ -1724,9 +1795,9 @@ class CaptureSession final : public CallObserver {
   /// calls its layers through their Impl (`as<LayerImpl>()->forward`) bypasses tracing, and the
   /// capture would silently come back empty.
   void check_something_was_seen(std::string_view model_name) const {
-    if (attached_.empty() || calls_ > 0) return;
-    throw Error("tracetorch::capture_outputs: " + std::string(model_name) + " has " + std::to_string(attached_.size()) +
-                " recorder module(s) (first: " + attached_.front() +
+    if (attached_count_ == 0 || calls_ > 0) return;
+    throw Error("tracetorch::capture_outputs: " + std::string(model_name) + " has " + std::to_string(attached_count_) +
+                " recorder module(s) (first: " + first_attached_ +
                 ") but none ran through its traced forward: call them through their holder "
                 "(`layers[i]->as<DecoderLayer>()->forward(...)`), not their Impl");
   }
@@ -1751,7 +1822,7 @@ class CaptureSession final : public CallObserver {
                              std::find(spec.types.begin(), spec.types.end(), type) != spec.types.end();
       if (!is_target || !path_has_layer_name(path, spec.layer_name)) continue;
       attachments_.add(*traced, *this, path, i);
-      attached_.push_back(path);
+      if (attached_count_++ == 0) first_attached_ = path;
     }
   }
 
@@ -1765,72 +1836,16 @@ class CaptureSession final : public CallObserver {
   std::vector<CaptureSlot> slots_;
   std::optional<LayerSelection> hidden_;
   std::thread::id owner_;
-  std::vector<std::string> attached_;
+  std::size_t attached_count_ = 0;  // only for check_something_was_seen's message
+  std::string first_attached_;
   std::size_t calls_ = 0;
   AttachmentSet attachments_;
 };
 
-/// A config flag that is a bool or a std::optional<bool> (None), read the one way.
-template <class T>
-std::optional<bool> config_flag(const T& value) {
-  if constexpr (is_optional_like<T>) {
-    return value.has_value() ? std::optional<bool>(static_cast<bool>(*value)) : std::nullopt;
-  } else {
-    return static_cast<bool>(value);
-  }
-}
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/session.hpp ----
 
-// The config members transformers reads for capture; absent members read as None.
-template <class Model>
-std::optional<bool> config_output_attentions(const Model& model) {
-  if constexpr (requires { model.config.output_attentions; }) return config_flag(model.config.output_attentions);
-  return std::nullopt;
-}
-template <class Model>
-std::optional<bool> config_return_dict(const Model& model) {
-  if constexpr (requires { model.config.return_dict; }) return config_flag(model.config.return_dict);
-  return std::nullopt;
-}
-template <class Model>
-std::optional<bool> config_use_cache(const Model& model) {
-  if constexpr (requires { model.config.use_cache; }) return config_flag(model.config.use_cache);
-  return std::nullopt;
-}
-template <class Model>
-std::optional<LayerSelection> config_output_hidden_states(const Model& model) {
-  if constexpr (requires { model.config.output_hidden_states; }) {
-    if (const auto flag = config_flag(model.config.output_hidden_states)) return LayerSelection(*flag);
-  }
-  return std::nullopt;
-}
-
-}  // namespace detail
-
-/// Resolved output flags of one forward.
-struct ResolvedOutputs {
-  LayerSelection hidden_states = false;
-  bool attentions = false;
-  /// Upstream's return_dict (call, else config, else true). A C++ forward returns its struct
-  /// either way; where it is false, `to_tuple(out, model)` is what Python would have returned.
-  bool return_dict = true;
-};
-
-/// output_hidden_states / output_attentions from the call's options, else the model's
-/// `config`, else false.
-template <class Model>
-ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
-  ResolvedOutputs resolved;
-  if (options.output_hidden_states) {
-    resolved.hidden_states = *options.output_hidden_states;
-  } else if (auto from_config = detail::config_output_hidden_states(model)) {
-    resolved.hidden_states = *from_config;
-  }
-  resolved.attentions = options.output_attentions.value_or(detail::config_output_attentions(model).value_or(false));
-  resolved.return_dict = options.return_dict.value_or(detail::config_return_dict(model).value_or(true));
-  return resolved;
-}
-
-namespace detail {
+namespace tracetorch::detail {
 
 template <class Record, class Field, class Out, class Value>
 void store_if_named(Out& out, Value& value) {
@@ -1850,7 +1865,169 @@ void store_field(Out& out, Value&& value, std::tuple<Fields...>*) {
   (store_if_named<Record, Fields>(out, value), ...);
 }
 
-using PatchedTargets = std::map<std::string, PatchReplacement, std::less<>>;
+/// The value upstream ties the last hidden state to: vision_hidden_states where the output has
+/// that field, else last_hidden_state; none (no tie) when it has neither.
+template <class Out>
+std::optional<torch::Tensor> tied_hidden_state(const Out& out) {
+  if constexpr (requires { out.vision_hidden_states; }) {
+    return tensor_of(out.vision_hidden_states);
+  } else if constexpr (requires { out.last_hidden_state; }) {
+    return tensor_of(out.last_hidden_state);
+  } else {
+    return std::nullopt;
+  }
+}
+
+template <FixedString Name>
+struct record_named {
+  static constexpr std::string_view field = Name.view();
+};
+
+/// Field `Name` of `Out`, which must be a list of tensors.
+template <FixedString Name, class Out>
+void store_named(Out& out, std::vector<torch::Tensor> values) {
+  store_field<record_named<Name>>(out, std::move(values), static_cast<output_fields_t<Out>*>(nullptr));
+}
+
+/// Upstream drops the last recorded state and appends the tied one: with no layers at all, the
+/// tuple is (last_hidden_state,).
+template <class Out>
+void tie_last_hidden_state(const Out& out, CaptureSlot& slot, const ResolvedOutputs& wanted,
+                           const CaptureSettings& settings) {
+  if (const auto tied = tied_hidden_state(out); tied && settings.tie_last_hidden_states) {
+    if (!slot.values.empty()) slot.values.pop_back();
+    const auto position = static_cast<std::int64_t>(slot.values.size());
+    slot.values.push_back(wanted.hidden_states.includes(position) ? *tied : torch::Tensor());
+  }
+}
+
+template <class Record, class Out>
+void finish_slot(Out& out, CaptureSlot& slot, const ResolvedOutputs& wanted, const CaptureSettings& settings) {
+  if (!slot.requested) return;
+  if constexpr (Record::role == OutputRole::hidden_states) tie_last_hidden_state(out, slot, wanted, settings);
+  if constexpr (Record::splits_cross_attentions) {
+    std::vector<torch::Tensor> self, cross;
+    for (std::size_t i = 0; i < slot.values.size(); ++i) (i % 2 == 0 ? self : cross).push_back(std::move(slot.values[i]));
+    store_named<"attentions">(out, std::move(self));
+    store_named<"cross_attentions">(out, std::move(cross));
+  } else {
+    store_field<Record>(out, std::move(slot.values), static_cast<output_fields_t<Out>*>(nullptr));
+  }
+}
+
+template <class Records, class Out, std::size_t... Slot>
+void finish_slots(Out& out, std::vector<CaptureSlot>& slots, const ResolvedOutputs& wanted,
+                  const CaptureSettings& settings, std::index_sequence<Slot...>) {
+  (finish_slot<std::tuple_element_t<Slot, Records>>(out, slots[Slot], wanted, settings), ...);
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/fill_output.hpp ----
+// ---- begin tracetorch/detail/capture/recorder_specs.hpp ----
+/// \file
+/// A record map turned into one capture's recorder specs: which module types each recorder
+/// accepts (its target, compile-time replacements, or the patched replacement) and its slot.
+
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <typeindex>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/capture/recorder.hpp ----
+/// \file
+/// The recorder types a record map is written with (OutputRecorder, compile-time replacements)
+/// and the keys naming a record's field: what tracetorch/record_map.hpp builds its entries from.
+
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+
+namespace tracetorch {
+
+/// Compile-time replacements of a module type (type-level patch mapping): a recorder that
+/// targets `Original` also records the listed types. Specialise for the holder type:
+/// `template <> struct tracetorch::replacements<LlamaAttention> { using types = std::tuple<FusedAttention>; };`
+template <class Original>
+struct replacements {
+  using types = std::tuple<>;
+};
+
+/// transformers' `OutputRecorder(target_class, index=..., layer_name=...)`: records element
+/// `Index` of the output of every module that is a `Target` (holder or Impl type of a TRACEABLE
+/// class, or a class derived from it: Python's isinstance), as upstream: the index defaults to 0,
+/// counts from the end when negative, and a module returning one tensor is recorded whole;
+/// `LayerName` is matched as a substring of the module's path written with a leading dot
+/// (`".crossattention."` matches `.encoder.layer.0.crossattention.self`).
+template <class Target, int Index = 0, detail::FixedString LayerName = "">
+struct OutputRecorder {
+#ifndef TRACETORCH_DISABLE
+  static_assert(is_traceable_v<Target>,
+                "tracetorch::OutputRecorder: the target module type was never declared TRACEABLE");
+#endif
+  using target = typename std::conditional_t<is_traceable_v<Target>, detail::traced_type<Target>,
+                                             std::type_identity<void>>::type;
+  using original = Target;
+  static constexpr int index = Index;
+  static constexpr std::string_view layer_name = LayerName.view();
+};
+
+namespace detail {
+
+/// A recorder as a record map lists it: a bare module type becomes an OutputRecorder whose
+/// index is the field's default.
+template <class R>
+struct as_recorder {
+  using type = OutputRecorder<R, field_default_index>;
+};
+template <class T, int I, FixedString L>
+struct as_recorder<OutputRecorder<T, I, L>> {
+  using type = OutputRecorder<T, I, L>;
+};
+
+/// A record's field, named by a string (`record<"attentions", ...>`).
+template <FixedString Name>
+struct field_named {
+  static constexpr std::string_view name = Name.view();
+};
+/// A record's field, named by a member pointer (`record<&Output::attentions, ...>`).
+template <auto Member>
+struct field_at {
+  static constexpr std::string_view name = member_name<Member>::value;
+};
+
+}  // namespace detail
+}  // namespace tracetorch
+// ---- end tracetorch/detail/capture/recorder.hpp ----
+
+namespace tracetorch::detail {
+
+template <class Tuple>
+struct type_indices;
+template <class... T>
+struct type_indices<std::tuple<T...>> {
+  static void append(std::vector<std::type_index>& out) {
+    static_assert((is_traceable_v<T> && ...), "tracetorch::replacements: every replacement type must be TRACEABLE");
+    (out.emplace_back(typeid(traced_type_t<T>)), ...);
+  }
+};
+
+template <class Recorder>
+void resolve_targets(RecorderSpec& spec, const PatchedTargets& patched) {
+  using Traced = typename Recorder::target;
+  using Impl = typename Traced::ImplType;
+  if (const auto found = patched.find(Traced::registered_name); found != patched.end()) {
+    spec.types.push_back(found->second.type);  // upstream swaps the target class for the replacement
+    return;
+  }
+  spec.is_target = &is_instance_of<Impl>;
+  type_indices<typename replacements<typename Recorder::original>::types>::append(spec.types);
+  if constexpr (!std::is_same_v<Impl, typename Recorder::original>) {
+    type_indices<typename replacements<Impl>::types>::append(spec.types);
+  }
+}
 
 template <class Record, class Recorder>
 void add_recorder_spec(std::vector<RecorderSpec>& specs, std::size_t slot, const PatchedTargets& patched) {
@@ -1880,162 +2057,143 @@ void prepare_slots(const ResolvedOutputs& wanted, const PatchedTargets& patched,
   (prepare_slot<std::tuple_element_t<Slot, Records>>(wanted, patched, specs, slots, Slot), ...);
 }
 
-/// The value upstream ties the last hidden state to: vision_hidden_states where the output has
-/// that field, else last_hidden_state; none (no tie) when it has neither.
-template <class Out>
-std::optional<torch::Tensor> tied_hidden_state(const Out& out) {
-  if constexpr (requires { out.vision_hidden_states; }) {
-    return tensor_of(out.vision_hidden_states);
-  } else if constexpr (requires { out.last_hidden_state; }) {
-    return tensor_of(out.last_hidden_state);
-  } else {
-    return std::nullopt;
-  }
-}
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/recorder_specs.hpp ----
 
-template <FixedString Name>
-struct record_named {
-  static constexpr std::string_view field = Name.view();
-};
+namespace tracetorch::detail {
 
-/// Field `Name` of `Out`, which must be a list of tensors.
-template <FixedString Name, class Out>
-void store_named(Out& out, std::vector<torch::Tensor> values) {
-  store_field<record_named<Name>>(out, std::move(values), static_cast<output_fields_t<Out>*>(nullptr));
-}
-
-template <class Record, class Out>
-void finish_slot(Out& out, CaptureSlot& slot, const ResolvedOutputs& wanted, const CaptureSettings& settings) {
-  if (!slot.requested) return;
-  if constexpr (Record::role == OutputRole::hidden_states) {
-    // Upstream drops the last recorded state and appends the tied one: with no layers at all,
-    // the tuple is (last_hidden_state,).
-    if (const auto tied = tied_hidden_state(out); tied && settings.tie_last_hidden_states) {
-      if (!slot.values.empty()) slot.values.pop_back();
-      const auto position = static_cast<std::int64_t>(slot.values.size());
-      slot.values.push_back(wanted.hidden_states.includes(position) ? *tied : torch::Tensor());
-    }
-  }
-  if constexpr (Record::splits_cross_attentions) {
-    std::vector<torch::Tensor> self, cross;
-    for (std::size_t i = 0; i < slot.values.size(); ++i) (i % 2 == 0 ? self : cross).push_back(std::move(slot.values[i]));
-    store_named<"attentions">(out, std::move(self));
-    store_named<"cross_attentions">(out, std::move(cross));
-  } else {
-    store_field<Record>(out, std::move(slot.values), static_cast<output_fields_t<Out>*>(nullptr));
-  }
-}
-
-template <class Records, class Out, std::size_t... Slot>
-void finish_slots(Out& out, std::vector<CaptureSlot>& slots, const ResolvedOutputs& wanted,
-                  const CaptureSettings& settings, std::index_sequence<Slot...>) {
-  (finish_slot<std::tuple_element_t<Slot, Records>>(out, slots[Slot], wanted, settings), ...);
-}
-
-}  // namespace detail
-
-/// transformers' `@capture_outputs` around a base model's forward body. `model` is the model
-/// (usually `*this`), whose class declares `static constexpr auto can_record_outputs`. Nothing
-/// requested: the body runs with no collection work at all.
+/// Runs `body` with `Model`'s record map watching `model`, and fills what it saw into the output.
 template <class Model, class Body>
-auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, CaptureSettings settings = {})
+auto run_capture(Model& model, const ResolvedOutputs& wanted, Body& body, const CaptureSettings& settings)
     -> std::invoke_result_t<Body&> {
   using Out = std::invoke_result_t<Body&>;
-#ifdef TRACETORCH_DISABLE
-  (void)model, (void)options, (void)settings;
-  return body();  // compiled out: outputs stay as the body made them
-#else
-  static_assert(requires { Model::can_record_outputs; },
-                "tracetorch::capture_outputs: the model class must declare "
-                "`static constexpr auto can_record_outputs = tracetorch::output_records(...)`");
-  static_assert(detail::has_output_fields<Out>,
-                "tracetorch::capture_outputs: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
   using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
   constexpr std::size_t slot_count = std::tuple_size_v<Records>;
-
-  (void)detail::capturing_model_registered<std::remove_cv_t<Model>>;  // so that an outer model's recorders stop here
-
-  const ResolvedOutputs wanted = resolve_output_options(model, options);
-  if (!wanted.hidden_states.any() && !wanted.attentions) return body();
-
-  std::vector<detail::RecorderSpec> specs;
-  std::vector<detail::CaptureSlot> slots(slot_count);
-  detail::prepare_slots<Records>(wanted, detail::patched_recorders<std::remove_cv_t<Model>>(), specs, slots,
-                                 std::make_index_sequence<slot_count>{});
-  detail::CaptureSession session(std::move(specs), std::move(slots),
-                                 wanted.hidden_states.any() ? std::optional(wanted.hidden_states) : std::nullopt);
+  std::vector<RecorderSpec> specs;
+  std::vector<CaptureSlot> slots(slot_count);
+  prepare_slots<Records>(wanted, patched_recorders<std::remove_cv_t<Model>>(), specs, slots,
+                         std::make_index_sequence<slot_count>{});
+  CaptureSession session(std::move(specs), std::move(slots),
+                         wanted.hidden_states.any() ? std::optional(wanted.hidden_states) : std::nullopt);
   session.attach(static_cast<torch::nn::Module&>(model));
   Out out = body();
   session.detach();
   session.check_something_was_seen(static_cast<const torch::nn::Module&>(model).name());
-  detail::finish_slots<Records>(out, session.slots(), wanted, settings, std::make_index_sequence<slot_count>{});
+  finish_slots<Records>(out, session.slots(), wanted, settings, std::make_index_sequence<slot_count>{});
   return out;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/run_capture.hpp ----
+// ---- begin tracetorch/module.hpp ----
+/// \file
+/// `TRACEABLE(Name)`: the one annotation a module class needs.
+///
+/// LibTorch has no forward hooks and `forward` is not virtual, so calls are intercepted at
+/// compile time instead: `TRACEABLE(Name)` defines the holder `Name` (as `TORCH_MODULE(Name)`
+/// does) over `Traced<NameImpl>`, a class derived from `NameImpl` whose `forward` has the exact
+/// signature of `NameImpl::forward` and checks one pointer before calling it. Nothing is replaced
+/// at run time; with no trace attached a call costs that one branch.
+///
+/// \code
+/// struct MlpImpl : torch::nn::Module {
+///   torch::Tensor forward(torch::Tensor x);
+/// };
+/// TRACEABLE(Mlp);   // holder `Mlp`, registered name "Mlp"
+/// static_assert(tracetorch::is_traceable_v<Mlp>);
+/// \endcode
+
+#include <type_traits>
+
+// ---- begin tracetorch/config.hpp ----
+/// \file
+/// The configuration macros, all in one place. Define them before the first tracetorch include,
+/// the same in every translation unit of a program (as doctest's DOCTEST_CONFIG_* macros).
+///
+/// - `TRACETORCH_DISABLE`: tracing compiled out. `TRACEABLE` gives LibTorch's plain holder with
+///   the same call operators, the debugger and capture become no-ops that still compile
+///   (the test "TRACETORCH_DISABLE compiles tracing out" shows it).
+/// - `TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES`: `TRACEABLE` is left undefined; use
+///   `TRACETORCH_TRACEABLE` (the compile-error test no_short_macro_names shows it).
+///
+/// \code
+/// #define TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES
+/// #include <tracetorch/tracetorch.hpp>
+/// struct MlpImpl : torch::nn::Module { torch::Tensor forward(torch::Tensor x) { return x; } };
+/// TRACETORCH_TRACEABLE(Mlp);
+/// \endcode
+// ---- end tracetorch/config.hpp ----
+
+/// `TRACETORCH_TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the
+/// holder `Name` like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's
+/// path). `TRACEABLE(Name)` is its short name, left undefined under
+/// TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES (as doctest's DOCTEST_CONFIG_NO_SHORT_MACRO_NAMES).
+#define TRACETORCH_TRACEABLE(Name) TRACETORCH_TRACEABLE_IMPL(Name, Name##Impl)
+#ifndef TRACETORCH_CONFIG_NO_SHORT_MACRO_NAMES
+#define TRACEABLE(Name) TRACETORCH_TRACEABLE(Name)
 #endif
-}
 
-/// transformers' `@merge_with_config_defaults`: use_cache from the model's config unless given.
-template <class Model>
-OutputOptions merge_with_config_defaults(const Model& model, OutputOptions options) {
-  if (!options.use_cache) options.use_cache = detail::config_use_cache(model);
-  return options;
-}
-
-/// A recorder of a model's record map, resolved against the patch registry.
-struct PatchedRecorder {
-  std::string field;
-  std::string target;       // the class name the record map names
-  std::string replacement;  // the registered replacement's name, empty when none
-};
-
-/// transformers' `patch_output_recorders(model)`: for `model` and every sub-model in it that
-/// captures outputs, each recorder whose target class name has a registered replacement (exact
-/// name first, then patterns, as find_patch_replacement) records the replacement from now on,
-/// instead of the original: for every instance of that model class, as upstream's class-level
-/// record map. Returns what each recorder of those models now records. Without this call the
-/// registry does not change what is recorded.
-template <class ModelHolder>
-std::vector<PatchedRecorder> patch_output_recorders(const ModelHolder& model) {
-  std::vector<PatchedRecorder> report;
-#ifndef TRACETORCH_DISABLE
-  auto& models = detail::capturing_models();
-  std::vector<detail::CapturingModelType> types;
-  {
-    std::lock_guard lock(models.mutex);
-    types = models.types;
-  }
-  std::vector<std::type_index> done;
-  for (const auto& module : model->modules(/*include_self=*/true)) {
-    for (const auto& type : types) {
-      if (!type.is_instance(*module) || std::find(done.begin(), done.end(), type.type) != done.end()) continue;
-      done.push_back(type.type);
-      std::vector<std::pair<std::string_view, std::string_view>> targets;
-      type.recorder_targets(targets);
-      for (const auto& [field, target] : targets) {
-        auto replacement = find_patch_replacement(target);
-        report.push_back({std::string(field), std::string(target), replacement ? replacement->name : std::string()});
-        if (!replacement) continue;
-        std::lock_guard lock(models.mutex);
-        models.patched[type.type].insert_or_assign(std::string(target), std::move(*replacement));
-      }
-    }
+/// `TRACETORCH_TRACEABLE` with an explicit Impl type, like `TORCH_MODULE_IMPL`.
+#ifdef TRACETORCH_DISABLE
+// Compiled out (doctest's DOCTEST_CONFIG_DISABLE idea): LibTorch's holder of the plain Impl, no
+// tracing; the call operators are the traced holder's, so calls compile the same way.
+#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
+  class Name : public ::tracetorch::detail::PlainHolder<ImplType> { /* NOLINT */                  \
+   public:                                                                                        \
+    using ::tracetorch::detail::PlainHolder<ImplType>::PlainHolder;                               \
+    using Impl = ImplType;                                                                        \
   }
 #else
-  (void)model;
-#endif
-  return report;
-}
+#define TRACETORCH_TRACEABLE_IMPL(Name, ImplType)                                                 \
+  class Name : public ::tracetorch::detail::TracedHolder<ImplType, #Name> { /* NOLINT */          \
+   public:                                                                                        \
+    using ::tracetorch::detail::TracedHolder<ImplType, #Name>::TracedHolder;                      \
+    using Impl = ImplType;                                                                        \
+  };                                                                                              \
+  ::tracetorch::detail::traceable_tag<Name> tracetorch_traceable_marker(ImplType*)
+#endif  // TRACETORCH_DISABLE
+// ---- end tracetorch/module.hpp ----
+// ---- begin tracetorch/output.hpp ----
+/// \file
+/// Output structs and what a forward is asked for: `TRACETORCH_OUTPUT` (a transformers
+/// ModelOutput in C++), `OutputOptions` (its keyword arguments) and `to_tuple` (return_dict=False).
+///
+/// \code
+/// struct BaseModelOutputWithPast {
+///   torch::Tensor last_hidden_state;
+///   std::optional<std::vector<torch::Tensor>> hidden_states;
+///   std::optional<std::vector<torch::Tensor>> attentions;
+/// };
+/// TRACETORCH_OUTPUT(BaseModelOutputWithPast, last_hidden_state, hidden_states, attentions);
+///
+/// auto out = model->forward(ids, {.output_hidden_states = tracetorch::layers{0, 2}, .output_attentions = true});
+/// torch::Tensor first = tracetorch::to_tuple(out)[0].toTensor();
+/// \endcode
 
-/// Undoes patch_output_recorders for every model class (tracetorch's own: upstream has no way
-/// back short of a new process; tests need one).
-inline void unpatch_output_recorders() {
-  auto& models = detail::capturing_models();
-  std::lock_guard lock(models.mutex);
-  models.patched.clear();
-}
+#include <torch/torch.h>
 
-// ---------------------------------------------------------------------------------------------
-// return_dict=false
-// ---------------------------------------------------------------------------------------------
+#include <cstddef>
+
+// ---- begin tracetorch/detail/capture/to_tuple.hpp ----
+/// \file
+/// Output structs as transformers' `ModelOutput.to_tuple()` (return_dict=False): the fields as
+/// c10::IValues, None ones left out, in declaration order or in upstream's capture order.
+
+#include <torch/torch.h>
+
+#include <boost/pfr.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace tracetorch {
 
 /// An output struct as transformers' `ModelOutput.to_tuple()`: its fields in order, None ones
 /// (undefined tensors, empty optionals) left out; `out[0].toTensor()`.
@@ -2084,29 +2242,22 @@ void append_tuple_item(OutputTuple& tuple, const T& value) {
   }
 }
 
-}  // namespace detail
-
-/// Field `i` of an OutputTuple that holds an object of type `T` (a field IValue cannot hold, such
-/// as `std::shared_ptr<DynamicCache>`); a tracetorch::Error if it holds something else.
 template <class T>
 const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
   const auto& item = tuple[i];
   if (item.isCapsule()) {
     const auto capsule = item.toCapsule();
-    if (const auto* object = dynamic_cast<const detail::TupleObject<T>*>(capsule.get())) return object->value;
+    if (const auto* object = dynamic_cast<const TupleObject<T>*>(capsule.get())) return object->value;
   }
   throw Error("tracetorch: OutputTuple item " + std::to_string(i) + " is not an object of the type asked for");
 }
 
-/// The tuple form of an output struct, in field order (through Boost.PFR).
 template <class Out>
-OutputTuple to_tuple(const Out& out) {
+OutputTuple to_tuple_in_field_order(const Out& out) {
   OutputTuple tuple;
-  boost::pfr::for_each_field(out, [&](const auto& field) { detail::append_tuple_item(tuple, field); });
+  boost::pfr::for_each_field(out, [&](const auto& field) { append_tuple_item(tuple, field); });
   return tuple;
 }
-
-namespace detail {
 
 /// The class holding the record map: the Impl of a holder, or the class itself.
 template <class Model>
@@ -2134,35 +2285,94 @@ std::vector<std::string_view> captured_fields() {
   return names;
 }
 
-}  // namespace detail
-
-/// The tuple `model` would return with return_dict=False, as upstream orders a ModelOutput: the
-/// fields the forward set itself first, in declaration order, then the captured ones in the order
-/// capture set them (to_tuple(out) keeps declaration order). None fields are left out.
-template <class Out, class Model>
-OutputTuple to_tuple(const Out& out, const Model&) {
-  using Owner = typename decltype(detail::record_map_owner<Model>())::type;
-  const auto captured = detail::captured_fields<Owner>();
+/// Upstream's ModelOutput order: the fields `Model`'s forward set itself first, in declaration
+/// order, then the captured ones in the order capture set them.
+template <class Model, class Out>
+OutputTuple to_tuple_in_capture_order(const Out& out) {
+  using Owner = typename decltype(record_map_owner<Model>())::type;
+  const auto captured = captured_fields<Owner>();
   const auto is_captured = [&](std::string_view name) {
     return std::find(captured.begin(), captured.end(), name) != captured.end();
   };
   OutputTuple tuple;
   tracetorch_fields(out, [&](std::string_view name, const auto& value) {
-    if (!is_captured(name)) detail::append_tuple_item(tuple, value);
+    if (!is_captured(name)) append_tuple_item(tuple, value);
   });
   for (const auto wanted : captured) {
     tracetorch_fields(out, [&](std::string_view name, const auto& value) {
-      if (name == wanted) detail::append_tuple_item(tuple, value);
+      if (name == wanted) append_tuple_item(tuple, value);
     });
   }
   return tuple;
 }
 
+}  // namespace detail
 }  // namespace tracetorch
+// ---- end tracetorch/detail/capture/to_tuple.hpp ----
 
-#define TRACETORCH_DETAIL_VISIT_FIELD(r, value, field) visit(BOOST_PP_STRINGIZE(field), value.field);
-#define TRACETORCH_DETAIL_NAMED_FIELD(r, Type, i, field) \
-  BOOST_PP_COMMA_IF(i)::tracetorch::detail::NamedField<BOOST_PP_STRINGIZE(field), &Type::field>
+namespace tracetorch {
+
+/// In a trace, options appear as Python keyword arguments holding only what was set, so a call
+/// without options traces exactly like `model(input_ids)` in Python.
+template <class Visitor>
+void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
+  if (options.output_hidden_states) {
+    if (options.output_hidden_states->is_list()) {
+      visit("output_hidden_states", options.output_hidden_states->indices());
+    } else {
+      visit("output_hidden_states", options.output_hidden_states->all());
+    }
+  }
+  if (options.output_attentions) visit("output_attentions", *options.output_attentions);
+  if (options.use_cache) visit("use_cache", *options.use_cache);
+  if (options.return_dict) visit("return_dict", *options.return_dict);
+  if (options.debug_io) visit("debug_io", *options.debug_io);
+  if (options.debug_io_dir) visit("debug_io_dir", *options.debug_io_dir);
+  if (options.prune_layers) visit("prune_layers", *options.prune_layers);
+}
+
+/// output_hidden_states / output_attentions / return_dict from the call's options, else the
+/// model's `config` (a bool or std::optional<bool> member of that name), else false (return_dict:
+/// true).
+/// \code
+/// const bool as_tuple = !tracetorch::resolve_output_options(*this, options).return_dict;
+/// \endcode
+template <class Model>
+ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
+  return detail::resolve_output_options(model, options);
+}
+
+/// The tuple form of an output struct, in field order (through Boost.PFR).
+/// \code
+/// torch::Tensor last_hidden_state = tracetorch::to_tuple(out)[0].toTensor();
+/// \endcode
+template <class Out>
+OutputTuple to_tuple(const Out& out) {
+  return detail::to_tuple_in_field_order(out);
+}
+
+/// The tuple `model` would return with return_dict=False, as upstream orders a ModelOutput: the
+/// fields the forward set itself first, in declaration order, then the captured ones in the order
+/// capture set them (to_tuple(out) keeps declaration order). None fields are left out.
+/// \code
+/// if (!tracetorch::resolve_output_options(*model, options).return_dict) return tracetorch::to_tuple(out, *model);
+/// \endcode
+template <class Out, class Model>
+OutputTuple to_tuple(const Out& out, const Model&) {
+  return detail::to_tuple_in_capture_order<Model>(out);
+}
+
+/// Field `i` of an OutputTuple that holds an object of type `T` (a field IValue cannot hold, such
+/// as `std::shared_ptr<DynamicCache>`); a tracetorch::Error if it holds something else.
+/// \code
+/// auto cache = tracetorch::tuple_object<std::shared_ptr<DynamicCache>>(tracetorch::to_tuple(out), 1);
+/// \endcode
+template <class T>
+const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
+  return detail::tuple_object<T>(tuple, i);
+}
+
+}  // namespace tracetorch
 
 /// Declares an output struct's fields, in declaration order, after the struct (in its
 /// namespace): the C++ form of a transformers ModelOutput dataclass. Traces show the struct as
@@ -2179,6 +2389,195 @@ OutputTuple to_tuple(const Out& out, const Model&) {
                                               BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))>{};                        \
   }                                                                                                             \
   static_assert(true)
+// ---- end tracetorch/output.hpp ----
+// ---- begin tracetorch/detail/capture/patch_api.hpp ----
+/// \file
+/// The patch API that needs no RE2 (replacement, find_patch_replacement, patch_output_recorders,
+/// unpatch_output_recorders), documented in tracetorch/patch_mapping.hpp; capture.hpp includes it
+/// too, so that model code gets it without RE2's header.
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+
+namespace tracetorch {
+
+/// The registry value for replacement module type `T` (TRACEABLE).
+/// \code
+/// tracetorch::PatchReplacement fused = tracetorch::replacement<FusedAttention>();
+/// \endcode
+template <class T>
+PatchReplacement replacement() {
+  return detail::replacement_for<T>();
+}
+
+/// The registered replacement for a class name: an exact key first, then the first pattern (in
+/// registration order) that regex-searches successfully in the name.
+/// \code
+/// const bool patched = tracetorch::find_patch_replacement("LlamaAttention").has_value();
+/// \endcode
+inline std::optional<PatchReplacement> find_patch_replacement(std::string_view class_name) {
+  return detail::find_patch_replacement(class_name);
+}
+
+/// transformers' `patch_output_recorders(model)`: for `model` and every sub-model in it that
+/// captures outputs, each recorder whose target class name has a registered replacement (exact
+/// name first, then patterns, as find_patch_replacement) records the replacement from now on,
+/// instead of the original: for every instance of that model class, as upstream's class-level
+/// record map. Returns what each recorder of those models now records. Without this call the
+/// registry does not change what is recorded.
+/// \code
+/// for (const auto& recorder : tracetorch::patch_output_recorders(model)) std::cout << recorder.replacement;
+/// \endcode
+template <class ModelHolder>
+std::vector<PatchedRecorder> patch_output_recorders(const ModelHolder& model) {
+#ifdef TRACETORCH_DISABLE
+  (void)model;
+  return {};
+#else
+  return detail::patch_model_recorders(model);
+#endif
+}
+
+/// Undoes patch_output_recorders for every model class (tracetorch's own: upstream has no way
+/// back short of a new process; tests need one).
+/// \code
+/// tracetorch::unpatch_output_recorders();
+/// \endcode
+inline void unpatch_output_recorders() { detail::unpatch_all_model_recorders(); }
+
+}  // namespace tracetorch
+// ---- end tracetorch/detail/capture/patch_api.hpp ----
+// ---- begin tracetorch/record_map.hpp ----
+/// \file
+/// Record maps, transformers' `_can_record_outputs`: which submodules fill which output field,
+/// declared at compile time with `record<...>()` entries and `OutputRecorder`s.
+///
+/// \code
+/// struct LlamaModelImpl : torch::nn::Module {
+///   static constexpr auto can_record_outputs = tracetorch::output_records(
+///       tracetorch::record<"hidden_states", LlamaDecoderLayer>(),
+///       tracetorch::record<"attentions", tracetorch::OutputRecorder<LlamaAttention, 1>>());
+/// };
+/// \endcode
+
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+
+namespace tracetorch {
+
+/// One entry of a record map: an output field and the recorders that fill it.
+template <class FieldKey, class... Recorders>
+struct OutputRecord {
+  static constexpr std::string_view field = FieldKey::name;
+  static_assert(detail::is_known_field(field),
+                "tracetorch::record: the field must be hidden_states, attentions or cross_attentions");
+  static constexpr detail::OutputRole role = detail::role_of(field);
+  using recorders = std::tuple<Recorders...>;
+
+  /// Two recorders under attentions are self- and cross-attention in one list, split by
+  /// position into attentions and cross_attentions (upstream's rule).
+  static constexpr bool splits_cross_attentions = field == "attentions" && sizeof...(Recorders) == 2;
+
+  template <class Recorder>
+  static constexpr int index_of() {
+#ifdef TRACETORCH_DISABLE
+    return 0;
+#else
+    if constexpr (!is_traceable_v<typename Recorder::original>) {
+      return 0;  // OutputRecorder's static_assert said it; nothing more to add
+    } else {
+      constexpr int written =
+          Recorder::index == detail::field_default_index ? detail::default_index_of(field) : Recorder::index;
+      return detail::checked_output_index<typename Recorder::target, written>();
+    }
+#endif
+  }
+  static constexpr bool indices_checked = ((index_of<Recorders>() >= 0) && ...);
+};
+
+/// A record-map entry naming its field: `record<"attentions", OutputRecorder<LlamaAttention, 1>>()`.
+/// A recorder may be given as a bare module type (`record<"hidden_states", LlamaDecoderLayer>()`).
+/// \code
+/// tracetorch::record<"cross_attentions", tracetorch::OutputRecorder<BertSelfAttention, 1, ".crossattention.">>()
+/// \endcode
+template <detail::FixedString Field, class... Recorders>
+constexpr auto record() {
+  static_assert(sizeof...(Recorders) > 0, "tracetorch::record: name at least one recorder");
+  using Entry = OutputRecord<detail::field_named<Field>, typename detail::as_recorder<Recorders>::type...>;
+  static_assert(Entry::indices_checked);
+  return Entry{};
+}
+
+/// A record-map entry by member pointer: `record<&Output::attentions, LlamaAttention>()`.
+/// \code
+/// tracetorch::record<&BaseModelOutputWithPast::hidden_states, LlamaDecoderLayer>()
+/// \endcode
+template <auto Member, class... Recorders>
+  requires std::is_member_object_pointer_v<decltype(Member)>
+constexpr auto record() {
+  static_assert(sizeof...(Recorders) > 0, "tracetorch::record: name at least one recorder");
+  using Entry = OutputRecord<detail::field_at<Member>, typename detail::as_recorder<Recorders>::type...>;
+  static_assert(Entry::indices_checked);
+  return Entry{};
+}
+
+/// The record map, transformers' `_can_record_outputs`:
+/// `static constexpr auto can_record_outputs = tracetorch::output_records(record<...>(), ...);`
+/// \code
+/// static constexpr auto can_record_outputs =
+///     tracetorch::output_records(tracetorch::record<"hidden_states", LlamaDecoderLayer>());
+/// \endcode
+template <class... Records>
+constexpr std::tuple<Records...> output_records(Records...) {
+  return {};
+}
+
+}  // namespace tracetorch
+// ---- end tracetorch/record_map.hpp ----
+
+namespace tracetorch {
+
+/// transformers' `@capture_outputs` around a base model's forward body. `model` is the model
+/// (usually `*this`), whose class declares `static constexpr auto can_record_outputs`. Nothing
+/// requested: the body runs with no collection work at all.
+/// \code
+/// return tracetorch::capture_outputs(*this, options, [&] { return BaseModelOutputWithPast{norm(h)}; },
+///                                    tracetorch::CaptureSettings{.tie_last_hidden_states = false});
+/// \endcode
+template <class Model, class Body>
+auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, CaptureSettings settings = {})
+    -> std::invoke_result_t<Body&> {
+  using Out = std::invoke_result_t<Body&>;
+#ifdef TRACETORCH_DISABLE
+  (void)model, (void)options, (void)settings;
+  return body();  // compiled out: outputs stay as the body made them
+#else
+  static_assert(requires { Model::can_record_outputs; },
+                "tracetorch::capture_outputs: the model class must declare "
+                "`static constexpr auto can_record_outputs = tracetorch::output_records(...)`");
+  static_assert(detail::has_output_fields<Out>,
+                "tracetorch::capture_outputs: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
+  (void)detail::capturing_model_registered<std::remove_cv_t<Model>>;  // so that an outer model's recorders stop here
+  const ResolvedOutputs wanted = detail::resolve_output_options(model, options);
+  if (!wanted.hidden_states.any() && !wanted.attentions) return body();
+  return detail::run_capture(model, wanted, body, settings);
+#endif
+}
+
+/// transformers' `@merge_with_config_defaults`: use_cache from the model's config unless given.
+/// \code
+/// return tracetorch::capture_outputs(*this, tracetorch::merge_with_config_defaults(*this, options), [&] { ... });
+/// \endcode
+template <class Model>
+OutputOptions merge_with_config_defaults(const Model& model, OutputOptions options) {
+  return detail::merge_with_config_defaults(model, std::move(options));
+}
+
+}  // namespace tracetorch
 // ---- end tracetorch/capture.hpp ----
 // ---- begin tracetorch/checkpoint.hpp ----
 /// \file
@@ -2376,36 +2775,34 @@ inline void load_state_dict(torch::nn::Module& module, const std::map<std::strin
 /// also refuses duplicate JSON keys (the safetensors loader keeps the last) and shapes whose
 /// nonzero dims overflow int64 even when another dim is 0 (LibTorch's strides would); like
 /// that loader it ignores unknown fields in an entry and reads `"__metadata__": null` as none.
+///
+/// The format itself (header parsing and validation, no LibTorch) is
+/// detail/io/safetensors_format.hpp; its meeting with LibTorch is detail/io/safetensors_torch.hpp.
+
+// ---- begin tracetorch/detail/io/safetensors_file.hpp ----
+/// \file
+/// The public safetensors API (tracetorch::safetensors: Header, Reader, load, save) with LibTorch
+/// tensors; documented in tracetorch/safetensors.hpp. Here so that detail code (the debugger, the
+/// diff) can read and write tensor files without including a public header.
 
 #include <torch/torch.h>
 
-#include <boost/json.hpp>
-#include <boost/json/basic_parser_impl.hpp>  // basic_parser is a template: its definitions live here
-
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <bit>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <limits>
+#include <functional>
 #include <map>
-#include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/atomic_file.hpp ----
-// Whole-file writes that never leave a half-written file behind: the bytes go to a
-// temporary file beside the target, which is renamed over it only once complete.
+// ---- begin tracetorch/detail/io/atomic_file.hpp ----
+/// \file
+/// Whole-file writes that never leave a half-written file behind: the bytes go to a
+/// temporary file beside the target, which is renamed over it only once complete.
 
 #include <atomic>
 #include <cerrno>
@@ -2439,7 +2836,7 @@ inline std::filesystem::path unique_temp_path(const std::filesystem::path& targe
 /// Gives the file `staged` the name `target`, replacing a file there in one step. Where `target`
 /// is a regular file, the two are exchanged (renameat2 RENAME_EXCHANGE): when a plain rename
 /// replaces an existing file, ext4 (auto_da_alloc) starts writing the new file's data back in the
-/// caller's time, ~60 us for a small file and ~1 ms for a megabyte of JSON; an exchange does not.
+/// caller's time (docs/performance.md); an exchange does not.
 /// Elsewhere (no file there yet, a filesystem or kernel without exchange), a plain rename.
 /// Returns true where the replaced file now has the name `staged`, for the caller to remove or keep.
 inline bool replace_file_keeping_old(const std::filesystem::path& staged, const std::filesystem::path& target,
@@ -2483,7 +2880,8 @@ class AtomicFileWriter {
   /// Writes into `temp`, a name the caller keeps for itself, over the file already there where
   /// that is safe: a regular file of one link that nobody else has open or mapped (the kernel
   /// grants a write lease only then). Its pages in the file cache are written over instead of new
-  /// ones allocated: 10-20x faster on a VM whose host takes back the memory a deleted file frees.
+  /// ones allocated: much faster on a VM whose host takes back the memory a deleted file frees
+  /// (docs/performance.md).
   /// Otherwise whatever is at `temp` is removed and a new file made there.
   AtomicFileWriter(std::filesystem::path target, std::filesystem::path temp, overwrite_existing_t)
       : target_(std::move(target)), temp_(std::move(temp)) {
@@ -2573,8 +2971,886 @@ inline void write_file_atomically(const std::filesystem::path& target, std::stri
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/atomic_file.hpp ----
-// ---- begin tracetorch/detail/read_file.hpp ----
+// ---- end tracetorch/detail/io/atomic_file.hpp ----
+// ---- begin tracetorch/detail/io/safetensors_format.hpp ----
+/// \file
+/// The safetensors format without LibTorch: its dtype names, and the parsing and validation of
+/// a header (JSON, shapes, offsets) from plain bytes, so that it can be fuzzed on its own.
+//
+// A file is a u64 little-endian header length N, N bytes of JSON header
+// (`{"name": {"dtype": "F32", "shape": [2, 7], "data_offsets": [begin, end]}, ...,
+// "__metadata__": {"key": "value"}}`, offsets relative to the data), then the raw data.
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/text/json_unique_keys.hpp ----
+/// \file
+/// JSON parsing that refuses a key seen twice in one object (Boost.JSON keeps the last): the
+/// safetensors header and the checkpoint index must not be ambiguous.
+
+#include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>  // basic_parser is a template: its definitions live here
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace tracetorch::detail {
+
+/// Boost.JSON's parser keeps the last of duplicate keys; the header must not have any (two
+/// entries for one tensor name are ambiguous). This handler builds the value as
+/// boost::json::parser does and stops at the first key seen twice in one object.
+class UniqueKeyJsonHandler {
+ public:
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+
+  boost::json::value_stack stack;
+  std::optional<std::string> duplicate_key;
+
+  bool on_document_begin(boost::json::error_code&) { return true; }
+  bool on_document_end(boost::json::error_code&) { return true; }
+  bool on_object_begin(boost::json::error_code&) {
+    keys_.emplace_back();
+    return true;
+  }
+  bool on_object_end(std::size_t n, boost::json::error_code&) {
+    keys_.pop_back();
+    stack.push_object(n);
+    return true;
+  }
+  bool on_array_begin(boost::json::error_code&) { return true; }
+  bool on_array_end(std::size_t n, boost::json::error_code&) {
+    stack.push_array(n);
+    return true;
+  }
+  bool on_key_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
+    stack.push_chars(s);
+    key_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_key(boost::json::string_view s, std::size_t, boost::json::error_code& ec) {
+    stack.push_key(s);
+    key_.append(s.data(), s.size());
+    if (!keys_.back().insert(key_).second) {
+      duplicate_key = std::move(key_);
+      ec = boost::json::error::syntax;  // any error stops the parser; duplicate_key says which
+      return false;
+    }
+    key_.clear();
+    return true;
+  }
+  bool on_string_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
+    stack.push_chars(s);
+    return true;
+  }
+  bool on_string(boost::json::string_view s, std::size_t, boost::json::error_code&) {
+    stack.push_string(s);
+    return true;
+  }
+  bool on_number_part(boost::json::string_view, boost::json::error_code&) { return true; }
+  bool on_int64(std::int64_t i, boost::json::string_view, boost::json::error_code&) {
+    stack.push_int64(i);
+    return true;
+  }
+  bool on_uint64(std::uint64_t u, boost::json::string_view, boost::json::error_code&) {
+    stack.push_uint64(u);
+    return true;
+  }
+  bool on_double(double d, boost::json::string_view, boost::json::error_code&) {
+    stack.push_double(d);
+    return true;
+  }
+  bool on_bool(bool b, boost::json::error_code&) {
+    stack.push_bool(b);
+    return true;
+  }
+  bool on_null(boost::json::error_code&) {
+    stack.push_null();
+    return true;
+  }
+  bool on_comment_part(boost::json::string_view, boost::json::error_code&) { return true; }
+  bool on_comment(boost::json::string_view, boost::json::error_code&) { return true; }
+
+ private:
+  std::vector<std::unordered_set<std::string>> keys_;  // one set per open object
+  std::string key_;                                    // the key being assembled from parts
+};
+
+/// Why parse_json_unique_keys gave no value: a key seen twice in one object, or a syntax error.
+struct JsonProblem {
+  std::optional<std::string> duplicate_key;
+  std::string error;  ///< Boost.JSON's message, where the text is not JSON
+};
+
+/// `text` as one JSON value, refusing a key seen twice in one object (Boost.JSON would keep the
+/// last); nullopt, with `problem` saying why, otherwise. Shared by the safetensors header and
+/// the checkpoint index (checkpoint.hpp).
+inline std::optional<boost::json::value> parse_json_unique_keys(std::string_view text, JsonProblem& problem) {
+  boost::json::basic_parser<UniqueKeyJsonHandler> parser(boost::json::parse_options{});
+  parser.handler().stack.reset();
+  boost::json::error_code ec;
+  const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
+  if (const auto& key = parser.handler().duplicate_key) {
+    problem.duplicate_key = *key;
+    return std::nullopt;
+  }
+  if (!ec && used < text.size()) ec = boost::json::error::extra_data;
+  if (ec) {
+    problem.error = ec.message();
+    return std::nullopt;
+  }
+  return parser.handler().stack.release();
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/json_unique_keys.hpp ----
+// ---- begin tracetorch/detail/text/message_text.hpp ----
+/// \file
+/// Names, JSON values and shapes as error messages quote them: escaped and cut short, since
+/// they may come from hostile files (megabyte-long or binary keys).
+
+#include <boost/json.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tracetorch::detail {
+
+/// A name or value as it appears in an error message: quoted, control bytes escaped, and cut
+/// short, since hostile headers can hold megabyte-long or binary keys.
+inline std::string quoted_for_message(std::string_view text) {
+  constexpr std::size_t kMax = 200;
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > kMax) out += "...";
+  return out + "\"";
+}
+
+/// A JSON value for an error message, cut short like quoted_for_message.
+inline std::string json_for_message(const boost::json::value& value) {
+  std::string text = boost::json::serialize(value);
+  if (text.size() > 80) text = text.substr(0, 80) + "...";
+  return text;
+}
+
+template <class Int>
+std::string shape_for_message(const std::vector<Int>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/message_text.hpp ----
+
+namespace tracetorch::detail {
+
+/// The reference loader refuses longer headers; so does this one (it bounds the allocation).
+inline constexpr std::uint64_t kSafetensorsMaxHeader = 100'000'000;
+
+/// A dtype as the header names it, and the bytes of one element.
+struct SafetensorsDtype {
+  std::string_view name;
+  std::uint64_t size;
+};
+
+/// The dtypes tracetorch reads and writes: those with a LibTorch equivalent
+/// (safetensors_torch.hpp maps them, in this order).
+inline constexpr SafetensorsDtype kSafetensorsDtypes[] = {
+    {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},  {"I32", 4},
+    {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"C64", 8},
+};
+
+/// Dtypes of the format that LibTorch 1.13 lacks: refused with a message saying so.
+inline constexpr std::string_view kSafetensorsDtypesWithoutLibTorch[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2"};
+
+inline const SafetensorsDtype* safetensors_dtype(std::string_view name) {
+  for (const auto& d : kSafetensorsDtypes) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+/// One tensor's header entry, in the format's own terms.
+struct SafetensorsEntry {
+  std::string name;
+  const SafetensorsDtype* dtype = nullptr;  ///< into kSafetensorsDtypes
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0;  ///< data_offsets[0], relative to data_start
+  std::uint64_t end = 0;    ///< data_offsets[1]
+};
+
+/// A validated header: what safetensors::Header holds, before dtypes become LibTorch's.
+struct ParsedSafetensorsHeader {
+  std::vector<SafetensorsEntry> tensors;  ///< in data-offset order
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_start = 0;  ///< 8 + header length: where data offset 0 lies in the file
+  std::uint64_t file_size = 0;
+};
+
+/// The checks of one header's JSON, each failing with "tracetorch: <file>: <cause>".
+class SafetensorsHeaderParser {
+ public:
+  explicit SafetensorsHeaderParser(std::string_view file) : file_(file) {}
+
+  [[noreturn]] void fail(const std::string& cause) const {
+    throw Error("tracetorch: " + std::string(file_) + ": " + cause);
+  }
+  [[noreturn]] void fail(const std::string& tensor, const std::string& cause) const {
+    fail("tensor " + quoted_for_message(tensor) + ": " + cause);
+  }
+
+  boost::json::value parse_json(std::string_view text) const {
+    JsonProblem problem;
+    auto value = parse_json_unique_keys(text, problem);
+    if (problem.duplicate_key) fail("header has duplicate key " + quoted_for_message(*problem.duplicate_key));
+    if (!value) fail("header is not valid JSON: " + problem.error);
+    return std::move(*value);
+  }
+
+  /// An entry's fields in the order the checks run: dtype, shape, then data_offsets.
+  SafetensorsEntry entry(const std::string& name, const boost::json::value& value) const {
+    const auto* object = value.if_object();
+    if (object == nullptr) fail(name, "entry is " + json_for_message(value) + ", not an object");
+    SafetensorsEntry info;
+    info.name = name;
+    info.dtype = dtype(*object, name);
+    const std::uint64_t elements = shape(*object, info);
+    offsets(*object, info, elements);
+    return info;
+  }
+
+  std::map<std::string, std::string> metadata(const boost::json::value& value) const {
+    std::map<std::string, std::string> out;
+    if (value.is_null()) return out;  // the safetensors loader reads null as "no metadata"
+    const auto* object = value.if_object();
+    if (object == nullptr) fail("\"__metadata__\" is " + json_for_message(value) + ", not an object of strings");
+    for (const auto& [key, item] : *object) {
+      const auto* text = item.if_string();
+      if (text == nullptr) {
+        fail("\"__metadata__\" value for " + quoted_for_message(key) + " is " + json_for_message(item) +
+             ", not a string");
+      }
+      out.emplace(std::string(key), std::string(*text));
+    }
+    return out;
+  }
+
+  static std::string offsets_for_message(const SafetensorsEntry& info) {
+    return "[" + std::to_string(info.begin) + ", " + std::to_string(info.end) + "]";
+  }
+
+ private:
+  std::uint64_t unsigned_integer(const boost::json::value& v, const std::string& tensor, const char* what) const {
+    if (const auto* u = v.if_uint64()) return *u;
+    if (const auto* i = v.if_int64(); i && *i >= 0) return static_cast<std::uint64_t>(*i);
+    fail(tensor, std::string(what) + " is " + json_for_message(v) + ", not a non-negative integer");
+  }
+
+  const boost::json::value& field(const boost::json::object& entry, const std::string& tensor, const char* key) const {
+    const auto* value = entry.if_contains(key);
+    if (value == nullptr) fail(tensor, std::string("entry has no \"") + key + "\"");
+    return *value;
+  }
+
+  const SafetensorsDtype* dtype(const boost::json::object& object, const std::string& name) const {
+    const auto& dtype_value = field(object, name, "dtype");
+    const auto* dtype_name = dtype_value.if_string();
+    if (dtype_name == nullptr) fail(name, "\"dtype\" is " + json_for_message(dtype_value) + ", not a string");
+    const auto* found = safetensors_dtype(std::string_view(*dtype_name));
+    if (found == nullptr) {
+      const bool known = std::find(std::begin(kSafetensorsDtypesWithoutLibTorch), std::end(kSafetensorsDtypesWithoutLibTorch),
+                                   std::string_view(*dtype_name)) != std::end(kSafetensorsDtypesWithoutLibTorch);
+      fail(name, (known ? "dtype " + std::string(*dtype_name) + " has no LibTorch equivalent"
+                        : "unknown dtype " + quoted_for_message(*dtype_name)));
+    }
+    return found;
+  }
+
+  /// Reads info.shape; returns its element count.
+  std::uint64_t shape(const boost::json::object& object, SafetensorsEntry& info) const {
+    const auto& shape_value = field(object, info.name, "shape");
+    const auto* shape = shape_value.if_array();
+    if (shape == nullptr) fail(info.name, "\"shape\" is " + json_for_message(shape_value) + ", not an array");
+    // The product of the nonzero dims also bounds the strides LibTorch computes, so it must
+    // fit in int64 even where a zero dim makes the element count 0.
+    constexpr auto kMaxProduct = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    std::uint64_t nonzero_product = 1;
+    bool has_zero = false, overflow = false;
+    for (std::size_t i = 0; i < shape->size(); ++i) {
+      const std::string what = "shape[" + std::to_string(i) + "]";
+      const std::uint64_t dim = unsigned_integer((*shape)[i], info.name, what.c_str());
+      info.shape.push_back(static_cast<std::int64_t>(dim));  // wraps only where overflow is set
+      if (dim == 0) {
+        has_zero = true;
+      } else if (overflow || dim > kMaxProduct / nonzero_product) {
+        overflow = true;
+      } else {
+        nonzero_product *= dim;
+      }
+    }
+    if (overflow || nonzero_product > kMaxProduct / info.dtype->size) {
+      std::vector<std::uint64_t> dims;
+      for (const auto& dim : *shape) dims.push_back(dim.to_number<std::uint64_t>());
+      fail(info.name, "shape " + shape_for_message(dims) + " has too many elements (its byte size overflows int64)");
+    }
+    return has_zero ? 0 : nonzero_product;
+  }
+
+  void offsets(const boost::json::object& object, SafetensorsEntry& info, std::uint64_t elements) const {
+    const auto& name = info.name;
+    const auto& offsets_value = field(object, name, "data_offsets");
+    const auto* offsets = offsets_value.if_array();
+    if (offsets == nullptr || offsets->size() != 2) {
+      fail(name, "\"data_offsets\" is " + json_for_message(offsets_value) + ", not [begin, end]");
+    }
+    info.begin = unsigned_integer((*offsets)[0], name, "data_offsets[0]");
+    info.end = unsigned_integer((*offsets)[1], name, "data_offsets[1]");
+    if (info.end < info.begin) fail(name, "data_offsets " + offsets_for_message(info) + " end before they begin");
+    // Checked here, where the element count is at hand; the order checks come later.
+    const std::uint64_t needed = elements * info.dtype->size;
+    if (info.end - info.begin != needed) {
+      fail(name, "data_offsets " + offsets_for_message(info) + " hold " + std::to_string(info.end - info.begin) +
+                     " bytes but shape " + shape_for_message(info.shape) + " of " + std::string(info.dtype->name) +
+                     " needs " + std::to_string(needed));
+    }
+  }
+
+  std::string_view file_;
+};
+
+inline std::uint64_t read_u64_le(const unsigned char* bytes) {
+  std::uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | bytes[i];
+  return value;
+}
+
+/// The header length, checked against the limit and the file size.
+inline std::uint64_t safetensors_header_length(std::span<const unsigned char> bytes, std::uint64_t file_size,
+                                               std::string_view file) {
+  const SafetensorsHeaderParser parser(file);
+  if (file_size < 8) {
+    parser.fail("file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
+  }
+  if (bytes.size() < 8) parser.fail("parse_header needs the file's first 8 bytes");
+  const std::uint64_t length = read_u64_le(bytes.data());
+  if (length > kSafetensorsMaxHeader) {
+    parser.fail("header length " + std::to_string(length) + " exceeds the limit of " +
+                std::to_string(kSafetensorsMaxHeader) + " bytes");
+  }
+  if (length > file_size - 8) {
+    parser.fail("header length " + std::to_string(length) + " runs past the end of the file (" +
+                std::to_string(file_size) + " bytes)");
+  }
+  return length;
+}
+
+/// Like the reference loader: sorted in data order, the tensors must tile the data exactly.
+inline void check_safetensors_tiling(ParsedSafetensorsHeader& header, const SafetensorsHeaderParser& parser) {
+  std::sort(header.tensors.begin(), header.tensors.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+  });
+  const std::uint64_t data_size = header.file_size - header.data_start;
+  std::uint64_t expected = 0;
+  const SafetensorsEntry* previous = nullptr;
+  for (const auto& info : header.tensors) {
+    const std::string offsets = "data_offsets " + SafetensorsHeaderParser::offsets_for_message(info);
+    if (info.begin > expected) {
+      parser.fail(info.name, offsets + " leave bytes " + std::to_string(expected) + ".." + std::to_string(info.begin) +
+                                 " unused (tensor data must be contiguous from 0)");
+    }
+    if (info.begin < expected) {
+      parser.fail(info.name, offsets + " overlap tensor " + quoted_for_message(previous->name) + ", which ends at " +
+                                 std::to_string(expected));
+    }
+    if (info.end > data_size) {
+      parser.fail(info.name, offsets + " run past the end of the data (" + std::to_string(data_size) + " bytes)");
+    }
+    expected = info.end;
+    previous = &info;
+  }
+  if (expected != data_size) {
+    parser.fail(std::to_string(data_size - expected) + " trailing bytes after the last tensor (data is " +
+                std::to_string(data_size) + " bytes, tensors end at " + std::to_string(expected) + ")");
+  }
+}
+
+/// Parses and validates a header from the first bytes of a file of `file_size` bytes (see
+/// safetensors::parse_header, which this is without LibTorch's dtypes). Pure: reads nothing
+/// but `bytes`. Throws Error("tracetorch: <file_name>: <cause>") on any violation.
+inline ParsedSafetensorsHeader parse_safetensors_header(std::span<const unsigned char> bytes, std::uint64_t file_size,
+                                                        std::string_view file_name) {
+  const SafetensorsHeaderParser parser(file_name);
+  const std::uint64_t length = safetensors_header_length(bytes, file_size, file_name);
+  if (bytes.size() - 8 < length) {
+    parser.fail("parse_header needs the file's first " + std::to_string(8 + length) + " bytes, got " +
+                std::to_string(bytes.size()));
+  }
+  ParsedSafetensorsHeader header;
+  header.data_start = 8 + length;
+  header.file_size = file_size;
+  const auto json = parser.parse_json({reinterpret_cast<const char*>(bytes.data()) + 8, length});
+  const auto* object = json.if_object();
+  if (object == nullptr) parser.fail("header is " + json_for_message(json) + ", not a JSON object");
+  for (const auto& [key, value] : *object) {
+    if (key == "__metadata__") {
+      header.metadata = parser.metadata(value);
+    } else {
+      header.tensors.push_back(parser.entry(std::string(key), value));
+    }
+  }
+  check_safetensors_tiling(header, parser);
+  return header;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/safetensors_format.hpp ----
+// ---- begin tracetorch/detail/io/safetensors_torch.hpp ----
+/// \file
+/// Where the safetensors format meets LibTorch: dtype names to c10::ScalarType and back, and
+/// writing tensors' bytes after a header from safetensors_header_writer.hpp.
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <iterator>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/io/safetensors_header_writer.hpp ----
+/// \file
+/// The safetensors header as the project's Python reference writer lays it out, without
+/// LibTorch: compact JSON, ensure_ascii strings, `__metadata__` last, padded to 8 bytes.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+
+// ---- begin tracetorch/detail/text/json_text.hpp ----
+/// \file
+/// The one JSON string writer of tracetorch (traces, summaries and safetensors headers alike):
+/// a string literal as Python's json.dumps writes it with its default ensure_ascii=True.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+// ---- begin tracetorch/detail/text/unicode.hpp ----
+/// \file
+/// The one UTF-8 decoder and encoder of tracetorch: well-formed UTF-8 as the Unicode standard
+/// defines it, with the maximal-subpart rule for what is not, so every caller agrees on validity.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tracetorch::detail {
+
+/// One step of decoding: a code point, or an ill-formed run of bytes.
+struct Utf8Step {
+  std::uint32_t code = 0;  ///< the code point; for an ill-formed run, its first byte
+  std::size_t length = 1;  ///< bytes consumed: the sequence, or the ill-formed run (>= 1)
+  bool valid = true;
+};
+
+/// Decodes the sequence at text[i] (i < text.size()). Well-formed means shortest form, no
+/// encoded surrogates and nothing above U+10FFFF. An ill-formed run is the longest prefix of a
+/// well-formed sequence found there, at least one byte (the "maximal subpart" of Unicode's
+/// U+FFFD substitution practice, which Python's UTF-8 decoder follows).
+inline Utf8Step decode_utf8(std::string_view text, std::size_t i) {
+  const auto lead = static_cast<unsigned char>(text[i]);
+  if (lead < 0x80) return {lead, 1, true};
+  std::size_t extra = 0;
+  std::uint32_t code = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the first continuation byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    extra = 1;
+    code = lead & 0x1F;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    extra = 2;
+    code = lead & 0x0F;
+    if (lead == 0xE0) lo = 0xA0;  // no overlong forms
+    if (lead == 0xED) hi = 0x9F;  // no encoded surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    extra = 3;
+    code = lead & 0x07;
+    if (lead == 0xF0) lo = 0x90;  // no overlong forms
+    if (lead == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return {lead, 1, false};  // a continuation byte, C0, C1 or F5..FF cannot start a sequence
+  }
+  for (std::size_t k = 1; k <= extra; ++k) {
+    if (i + k >= text.size()) return {lead, k, false};
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if (next < (k == 1 ? lo : 0x80) || next > (k == 1 ? hi : 0xBF)) return {lead, k, false};
+    code = (code << 6) | (next & 0x3F);
+  }
+  return {code, extra + 1, true};
+}
+
+/// Decodes one code point at text[i] and moves i past it; a byte that does not start a
+/// well-formed sequence becomes U+DC80..U+DCFF, as Python's surrogateescape error handler
+/// reads it (each byte of an ill-formed run on its own).
+inline std::uint32_t next_code_point(std::string_view text, std::size_t& i) {
+  const Utf8Step step = decode_utf8(text, i);
+  if (!step.valid) {
+    ++i;
+    return 0xDC00u + step.code;
+  }
+  i += step.length;
+  return step.code;
+}
+
+/// Appends `code` (at most U+10FFFF) as UTF-8.
+inline void append_utf8(std::string& out, std::uint32_t code) {
+  if (code < 0x80) {
+    out += static_cast<char>(code);
+  } else if (code < 0x800) {
+    out += static_cast<char>(0xC0 | (code >> 6));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else if (code < 0x10000) {
+    out += static_cast<char>(0xE0 | (code >> 12));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (code >> 18));
+    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/unicode.hpp ----
+
+namespace tracetorch::detail {
+
+/// The end of the run of bytes from `i` that json.dumps copies unchanged: printable ASCII
+/// other than '"' and '\\'. Traces are mostly that, and copying a whole run at a time is much
+/// faster than escaping byte by byte.
+inline std::size_t json_plain_run_end(std::string_view text, std::size_t i) {
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte >= 0x7F || byte == '"' || byte == '\\') break;
+    ++i;
+  }
+  return i;
+}
+
+/// `\uXXXX` with lowercase hex, one UTF-16 code unit.
+inline void append_json_u_escape(std::string& out, std::uint32_t unit) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 0xF];
+}
+
+/// One code point that is not plain printable ASCII: the short escapes json.dumps uses, else
+/// `\uXXXX`, as a UTF-16 surrogate pair above U+FFFF.
+inline void append_json_escaped(std::string& out, std::uint32_t code) {
+  switch (code) {
+    case '"': out += "\\\""; return;
+    case '\\': out += "\\\\"; return;
+    case '\n': out += "\\n"; return;
+    case '\r': out += "\\r"; return;
+    case '\t': out += "\\t"; return;
+    case '\b': out += "\\b"; return;
+    case '\f': out += "\\f"; return;
+    default: break;
+  }
+  if (code < 0x10000) {
+    append_json_u_escape(out, code);
+    return;
+  }
+  code -= 0x10000;
+  append_json_u_escape(out, 0xD800 + (code >> 10));
+  append_json_u_escape(out, 0xDC00 + (code & 0x3FF));
+}
+
+/// Appends `text` (UTF-8) as a JSON string literal, byte for byte as Python's
+/// `json.dumps(text)` writes it: printable ASCII as is, the short escapes for '"', '\\', \n,
+/// \r, \t, \b and \f, everything else (other control characters, DEL, non-ASCII) as
+/// lowercase `\uXXXX`, with surrogate pairs above U+FFFF.
+///
+/// Ill-formed UTF-8 (which a Python str cannot hold) is written as Python writes
+/// `json.dumps(data.decode("utf-8", "replace"))`: each maximal ill-formed run (see
+/// decode_utf8) becomes one `\ufffd`, so b"a\xe2\x82z" gives "a\ufffdz" and b"\xc0\x80" gives
+/// "\ufffd\ufffd". Not surrogateescape's `\udcXX`: a lone surrogate escape is refused by
+/// strict JSON readers (Boost.JSON, serde_json), and the text must stay readable by them.
+/// Returns whether `text` was well-formed, for writers that must refuse it instead.
+inline bool append_json_string(std::string& out, std::string_view text) {
+  out.reserve(out.size() + text.size() + 2);
+  out += '"';
+  bool well_formed = true;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t plain_end = json_plain_run_end(text, i);
+    if (plain_end != i) {
+      out.append(text.data() + i, plain_end - i);
+      i = plain_end;
+      continue;
+    }
+    const Utf8Step step = decode_utf8(text, i);
+    i += step.length;
+    if (!step.valid) well_formed = false;
+    append_json_escaped(out, step.valid ? step.code : 0xFFFD);
+  }
+  out += '"';
+  return well_formed;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/json_text.hpp ----
+
+namespace tracetorch::detail {
+
+/// Appends `"name":{"dtype":"F32","shape":[2,7],"data_offsets":[begin,end]}`; false when
+/// `name` is not well-formed UTF-8 (the format's JSON must be, so the caller refuses it).
+inline bool append_safetensors_entry(std::string& json, std::string_view name, const SafetensorsDtype& dtype,
+                                     std::span<const std::int64_t> shape, std::uint64_t begin, std::uint64_t end) {
+  const bool well_formed = append_json_string(json, name);
+  json += ":{\"dtype\":\"";
+  json += dtype.name;
+  json += "\",\"shape\":[";
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (d != 0) json += ',';
+    json += std::to_string(shape[d]);
+  }
+  json += "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
+  return well_formed;
+}
+
+/// Appends the `"__metadata__"` entry (nothing when `metadata` is empty), after a ',' when
+/// tensor entries precede it. Returns the first key whose key or value is not well-formed
+/// UTF-8, or nullptr.
+inline const std::string* append_safetensors_metadata(std::string& json, const std::map<std::string, std::string>& metadata,
+                                                      bool after_tensors) {
+  if (metadata.empty()) return nullptr;
+  json += after_tensors ? ",\"__metadata__\":{" : "\"__metadata__\":{";
+  bool first = true;
+  for (const auto& [key, value] : metadata) {
+    if (!first) json += ',';
+    first = false;
+    const bool valid_key = append_json_string(json, key);
+    json += ':';
+    if (!valid_key || !append_json_string(json, value)) return &key;
+  }
+  json += '}';
+  return nullptr;
+}
+
+/// Closes the header object and pads it with spaces to a multiple of 8 bytes.
+inline void finish_safetensors_header(std::string& json) {
+  json += '}';
+  json.append((8 - json.size() % 8) % 8, ' ');
+}
+
+/// The 8-byte little-endian length that precedes the header.
+inline std::array<unsigned char, 8> safetensors_length_prefix(std::uint64_t length) {
+  std::array<unsigned char, 8> bytes{};
+  for (int i = 0; i < 8; ++i) bytes[static_cast<std::size_t>(i)] = static_cast<unsigned char>(length >> (8 * i));
+  return bytes;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/safetensors_header_writer.hpp ----
+
+namespace tracetorch::detail {
+
+// The data is written and read as raw bytes in host order; the format is little-endian.
+static_assert(std::endian::native == std::endian::little, "tracetorch's safetensors I/O assumes a little-endian host");
+
+/// LibTorch's type for each of kSafetensorsDtypes, in the same order.
+inline constexpr std::pair<std::string_view, c10::ScalarType> kSafetensorsScalarTypes[] = {
+    {"F64", c10::ScalarType::Double}, {"F32", c10::ScalarType::Float},  {"F16", c10::ScalarType::Half},
+    {"BF16", c10::ScalarType::BFloat16}, {"I64", c10::ScalarType::Long}, {"I32", c10::ScalarType::Int},
+    {"I16", c10::ScalarType::Short},  {"I8", c10::ScalarType::Char},   {"U8", c10::ScalarType::Byte},
+    {"BOOL", c10::ScalarType::Bool},  {"C64", c10::ScalarType::ComplexFloat},
+};
+
+constexpr bool safetensors_scalar_types_match_format() {
+  if (std::size(kSafetensorsScalarTypes) != std::size(kSafetensorsDtypes)) return false;
+  for (std::size_t i = 0; i < std::size(kSafetensorsDtypes); ++i) {
+    if (kSafetensorsScalarTypes[i].first != kSafetensorsDtypes[i].name) return false;
+  }
+  return true;
+}
+static_assert(safetensors_scalar_types_match_format(), "kSafetensorsScalarTypes must follow kSafetensorsDtypes");
+
+inline c10::ScalarType safetensors_scalar_type(const SafetensorsDtype& dtype) {
+  return kSafetensorsScalarTypes[static_cast<std::size_t>(&dtype - kSafetensorsDtypes)].second;
+}
+
+/// The format's dtype for `type`, or nullptr where safetensors cannot store it.
+inline const SafetensorsDtype* safetensors_dtype(c10::ScalarType type) {
+  for (std::size_t i = 0; i < std::size(kSafetensorsScalarTypes); ++i) {
+    if (kSafetensorsScalarTypes[i].second == type) return &kSafetensorsDtypes[i];
+  }
+  return nullptr;
+}
+
+[[noreturn]] inline void save_failed(const std::filesystem::path& path, const std::string& cause) {
+  throw Error("tracetorch: cannot save " + path.string() + ": " + cause);
+}
+
+using SafetensorsNamedTensor = std::pair<std::string, torch::Tensor>;
+
+/// The tensors sorted by name, as the file holds them.
+inline std::vector<const SafetensorsNamedTensor*> sorted_by_name(const std::vector<SafetensorsNamedTensor>& tensors) {
+  std::vector<const SafetensorsNamedTensor*> sorted;
+  sorted.reserve(tensors.size());
+  for (const auto& item : tensors) sorted.push_back(&item);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  return sorted;
+}
+
+/// The format's dtype of a tensor that can be saved; refuses (save_failed) one that cannot.
+inline const SafetensorsDtype& checked_for_saving(const std::filesystem::path& path, const std::string& name,
+                                                  const torch::Tensor& tensor) {
+  const std::string tensor_name = "tensor " + quoted_for_message(name);
+  if (name == "__metadata__") save_failed(path, "\"__metadata__\" is reserved, not a tensor name");
+  if (!tensor.defined()) save_failed(path, tensor_name + " is undefined");
+  if (tensor.layout() != c10::kStrided) save_failed(path, tensor_name + " is not a dense (strided) tensor");
+  if (tensor.device().is_meta()) save_failed(path, tensor_name + " is on the meta device and has no data");
+  const auto* dtype = safetensors_dtype(tensor.scalar_type());
+  if (dtype == nullptr) {
+    save_failed(path, tensor_name + " has dtype " + std::string(c10::toString(tensor.scalar_type())) +
+                          ", which safetensors cannot store");
+  }
+  return *dtype;
+}
+
+/// The whole header JSON (padded) for `sorted`; every tensor is checked before anything is
+/// written, so a refused save leaves nothing.
+inline std::string safetensors_header_json(const std::filesystem::path& path,
+                                           const std::vector<const SafetensorsNamedTensor*>& sorted,
+                                           const std::map<std::string, std::string>& metadata) {
+  std::string json = "{";
+  std::uint64_t offset = 0;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    const auto& [name, tensor] = *sorted[i];
+    if (i != 0 && sorted[i - 1]->first == name) save_failed(path, "two tensors named " + quoted_for_message(name));
+    const SafetensorsDtype& dtype = checked_for_saving(path, name, tensor);
+    if (i != 0) json += ',';
+    const auto bytes = static_cast<std::uint64_t>(tensor.numel()) * dtype.size;
+    const auto sizes = tensor.sizes();
+    if (!append_safetensors_entry(json, name, dtype, {sizes.data(), sizes.size()}, offset, offset + bytes)) {
+      save_failed(path, "tensor " + quoted_for_message(name) + " is not valid UTF-8");
+    }
+    offset += bytes;
+  }
+  if (const std::string* bad = append_safetensors_metadata(json, metadata, !sorted.empty())) {
+    save_failed(path, "metadata entry " + quoted_for_message(*bad) + " is not valid UTF-8");
+  }
+  finish_safetensors_header(json);
+  return json;
+}
+
+/// A tensor's bytes as the file holds them: contiguous, on the CPU, lazy views resolved.
+inline torch::Tensor safetensors_data(const std::filesystem::path& path, const SafetensorsNamedTensor& item) {
+  torch::Tensor tensor = item.second.detach();
+  try {
+    // Lazy conjugate/negative views hold unmodified data; materialise them first.
+    if (tensor.is_conj() || tensor.is_neg()) tensor = tensor.resolve_conj().resolve_neg();
+    // A contiguous CPU tensor is written straight from its memory; anything else is copied
+    // once into a contiguous CPU tensor (one tensor at a time, so at most one copy is alive).
+    // Not tensor.to(kCPU, MemoryFormat::Contiguous): for a transposed CPU tensor that returns
+    // the tensor itself.
+    if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
+      tensor = torch::empty(tensor.sizes(), tensor.options().device(torch::kCPU)).copy_(tensor);
+    }
+  } catch (const c10::Error& e) {
+    save_failed(path, "tensor " + quoted_for_message(item.first) + ": cannot copy to the CPU: " +
+                          e.what_without_backtrace());
+  }
+  return tensor;
+}
+
+/// The whole file into `writer` (anything with write(const void*, size_t) and
+/// write(std::string_view), e.g. AtomicFileWriter); `path` names the file in errors. Nothing
+/// is written before everything is checked.
+template <class Writer>
+void write_safetensors(Writer& writer, const std::filesystem::path& path, const std::vector<SafetensorsNamedTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  const auto sorted = sorted_by_name(tensors);
+  const std::string json = safetensors_header_json(path, sorted, metadata);
+  const auto length = safetensors_length_prefix(json.size());
+  writer.write(length.data(), length.size());
+  writer.write(json);
+  for (const auto* item : sorted) {
+    if (item->second.numel() == 0) continue;
+    const torch::Tensor tensor = safetensors_data(path, *item);
+    writer.write(tensor.data_ptr(), static_cast<std::size_t>(tensor.numel()) * tensor.element_size());
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/safetensors_torch.hpp ----
+// ---- begin tracetorch/detail/io/stdio_file.hpp ----
+/// \file
+/// Reading a regular file in pieces at given offsets through stdio, with errors that name the
+/// file: the safetensors reader and the checkpoint index read this way.
+
+#include <sys/types.h>  // off_t
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+
+// ---- begin tracetorch/detail/io/read_file.hpp ----
 // Opening files that come from outside (weights, input ids, configs, traces, the scanner's test
 // files): one check shared by every reader, so that each refuses the same things the same way.
 // A FIFO, socket or device is refused before it is opened for reading (opening a FIFO blocks
@@ -2701,392 +3977,9 @@ inline void refuse_link_out_of(const std::filesystem::path& dir, const std::file
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/read_file.hpp ----
-
-namespace tracetorch::safetensors {
-
-/// Tensors to save, by name (any order: the file holds them sorted).
-using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
-
-/// One tensor's header entry.
-struct TensorInfo {
-  std::string name;
-  c10::ScalarType dtype = c10::ScalarType::Undefined;
-  std::vector<int64_t> shape;
-  std::uint64_t begin = 0;  ///< data_offsets[0], relative to Header::data_start
-  std::uint64_t end = 0;    ///< data_offsets[1]
-};
-
-/// A validated header.
-struct Header {
-  std::vector<TensorInfo> tensors;  ///< in data-offset order
-  std::map<std::string, std::string> metadata;
-  std::uint64_t data_start = 0;  ///< 8 + header length: where data offset 0 lies in the file
-  std::uint64_t file_size = 0;
-};
-
-}  // namespace tracetorch::safetensors
+// ---- end tracetorch/detail/io/read_file.hpp ----
 
 namespace tracetorch::detail {
-
-// The data is written and read as raw bytes in host order; the format is little-endian.
-static_assert(std::endian::native == std::endian::little, "tracetorch's safetensors I/O assumes a little-endian host");
-
-/// The reference loader refuses longer headers; so does this one (it bounds the allocation).
-inline constexpr std::uint64_t kSafetensorsMaxHeader = 100'000'000;
-
-struct SafetensorsDtype {
-  std::string_view name;
-  c10::ScalarType type;
-  std::uint64_t size;
-};
-
-inline constexpr SafetensorsDtype kSafetensorsDtypes[] = {
-    {"F64", c10::ScalarType::Double, 8},   {"F32", c10::ScalarType::Float, 4},
-    {"F16", c10::ScalarType::Half, 2},     {"BF16", c10::ScalarType::BFloat16, 2},
-    {"I64", c10::ScalarType::Long, 8},     {"I32", c10::ScalarType::Int, 4},
-    {"I16", c10::ScalarType::Short, 2},    {"I8", c10::ScalarType::Char, 1},
-    {"U8", c10::ScalarType::Byte, 1},      {"BOOL", c10::ScalarType::Bool, 1},
-    {"C64", c10::ScalarType::ComplexFloat, 8},
-};
-
-inline const SafetensorsDtype* safetensors_dtype(std::string_view name) {
-  for (const auto& d : kSafetensorsDtypes) {
-    if (d.name == name) return &d;
-  }
-  return nullptr;
-}
-
-inline const SafetensorsDtype* safetensors_dtype(c10::ScalarType type) {
-  for (const auto& d : kSafetensorsDtypes) {
-    if (d.type == type) return &d;
-  }
-  return nullptr;
-}
-
-/// A name or value as it appears in an error message: quoted, control bytes escaped, and cut
-/// short, since hostile headers can hold megabyte-long or binary keys.
-inline std::string quoted_for_message(std::string_view text) {
-  constexpr std::size_t kMax = 200;
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMax) out += "...";
-  return out + "\"";
-}
-
-/// A JSON value for an error message, cut short like quoted_for_message.
-inline std::string json_for_message(const boost::json::value& value) {
-  std::string text = boost::json::serialize(value);
-  if (text.size() > 80) text = text.substr(0, 80) + "...";
-  return text;
-}
-
-template <class Int>
-std::string shape_for_message(const std::vector<Int>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
-}
-
-/// Appends `utf8` as a JSON string the way Python's json.dumps does by default
-/// (ensure_ascii): everything outside printable ASCII as a lowercase \uXXXX escape, surrogate
-/// pairs above U+FFFF. Returns false, leaving `out` partly written, for invalid UTF-8.
-inline bool append_ascii_json_string(std::string& out, std::string_view utf8) {
-  static constexpr char hex[] = "0123456789abcdef";
-  const auto u_escape = [&](std::uint32_t unit) {
-    out += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 15];
-  };
-  out += '"';
-  for (std::size_t i = 0; i < utf8.size();) {
-    const auto lead = static_cast<unsigned char>(utf8[i]);
-    std::uint32_t cp = 0;
-    std::size_t length = 1;
-    if (lead < 0x80) {
-      cp = lead;
-    } else {
-      std::uint32_t min = 0;
-      if ((lead & 0xe0) == 0xc0) {
-        length = 2, cp = lead & 0x1f, min = 0x80;
-      } else if ((lead & 0xf0) == 0xe0) {
-        length = 3, cp = lead & 0x0f, min = 0x800;
-      } else if ((lead & 0xf8) == 0xf0) {
-        length = 4, cp = lead & 0x07, min = 0x10000;
-      } else {
-        return false;
-      }
-      if (utf8.size() - i < length) return false;
-      for (std::size_t k = 1; k < length; ++k) {
-        const auto c = static_cast<unsigned char>(utf8[i + k]);
-        if ((c & 0xc0) != 0x80) return false;
-        cp = (cp << 6) | (c & 0x3f);
-      }
-      // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not Unicode text.
-      if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return false;
-    }
-    i += length;
-    switch (cp) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (cp >= 0x20 && cp < 0x7f) {
-          out += static_cast<char>(cp);
-        } else if (cp < 0x10000) {
-          u_escape(cp);
-        } else {
-          u_escape(0xd800 + ((cp - 0x10000) >> 10));
-          u_escape(0xdc00 + ((cp - 0x10000) & 0x3ff));
-        }
-    }
-  }
-  out += '"';
-  return true;
-}
-
-/// Boost.JSON's parser keeps the last of duplicate keys; the header must not have any (two
-/// entries for one tensor name are ambiguous). This handler builds the value as
-/// boost::json::parser does and stops at the first key seen twice in one object.
-class UniqueKeyJsonHandler {
- public:
-  static constexpr std::size_t max_object_size = std::size_t(-1);
-  static constexpr std::size_t max_array_size = std::size_t(-1);
-  static constexpr std::size_t max_key_size = std::size_t(-1);
-  static constexpr std::size_t max_string_size = std::size_t(-1);
-
-  boost::json::value_stack stack;
-  std::optional<std::string> duplicate_key;
-
-  bool on_document_begin(boost::json::error_code&) { return true; }
-  bool on_document_end(boost::json::error_code&) { return true; }
-  bool on_object_begin(boost::json::error_code&) {
-    keys_.emplace_back();
-    return true;
-  }
-  bool on_object_end(std::size_t n, boost::json::error_code&) {
-    keys_.pop_back();
-    stack.push_object(n);
-    return true;
-  }
-  bool on_array_begin(boost::json::error_code&) { return true; }
-  bool on_array_end(std::size_t n, boost::json::error_code&) {
-    stack.push_array(n);
-    return true;
-  }
-  bool on_key_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
-    stack.push_chars(s);
-    key_.append(s.data(), s.size());
-    return true;
-  }
-  bool on_key(boost::json::string_view s, std::size_t, boost::json::error_code& ec) {
-    stack.push_key(s);
-    key_.append(s.data(), s.size());
-    if (!keys_.back().insert(key_).second) {
-      duplicate_key = std::move(key_);
-      ec = boost::json::error::syntax;  // any error stops the parser; duplicate_key says which
-      return false;
-    }
-    key_.clear();
-    return true;
-  }
-  bool on_string_part(boost::json::string_view s, std::size_t, boost::json::error_code&) {
-    stack.push_chars(s);
-    return true;
-  }
-  bool on_string(boost::json::string_view s, std::size_t, boost::json::error_code&) {
-    stack.push_string(s);
-    return true;
-  }
-  bool on_number_part(boost::json::string_view, boost::json::error_code&) { return true; }
-  bool on_int64(std::int64_t i, boost::json::string_view, boost::json::error_code&) {
-    stack.push_int64(i);
-    return true;
-  }
-  bool on_uint64(std::uint64_t u, boost::json::string_view, boost::json::error_code&) {
-    stack.push_uint64(u);
-    return true;
-  }
-  bool on_double(double d, boost::json::string_view, boost::json::error_code&) {
-    stack.push_double(d);
-    return true;
-  }
-  bool on_bool(bool b, boost::json::error_code&) {
-    stack.push_bool(b);
-    return true;
-  }
-  bool on_null(boost::json::error_code&) {
-    stack.push_null();
-    return true;
-  }
-  bool on_comment_part(boost::json::string_view, boost::json::error_code&) { return true; }
-  bool on_comment(boost::json::string_view, boost::json::error_code&) { return true; }
-
- private:
-  std::vector<std::unordered_set<std::string>> keys_;  // one set per open object
-  std::string key_;                                    // the key being assembled from parts
-};
-
-/// Why parse_json_unique_keys gave no value: a key seen twice in one object, or a syntax error.
-struct JsonProblem {
-  std::optional<std::string> duplicate_key;
-  std::string error;  ///< Boost.JSON's message, where the text is not JSON
-};
-
-/// `text` as one JSON value, refusing a key seen twice in one object (Boost.JSON would keep the
-/// last); nullopt, with `problem` saying why, otherwise. Shared by the safetensors header and
-/// the checkpoint index (checkpoint.hpp).
-inline std::optional<boost::json::value> parse_json_unique_keys(std::string_view text, JsonProblem& problem) {
-  boost::json::basic_parser<UniqueKeyJsonHandler> parser(boost::json::parse_options{});
-  parser.handler().stack.reset();
-  boost::json::error_code ec;
-  const std::size_t used = parser.write_some(false, text.data(), text.size(), ec);
-  if (const auto& key = parser.handler().duplicate_key) {
-    problem.duplicate_key = *key;
-    return std::nullopt;
-  }
-  if (!ec && used < text.size()) ec = boost::json::error::extra_data;
-  if (ec) {
-    problem.error = ec.message();
-    return std::nullopt;
-  }
-  return parser.handler().stack.release();
-}
-
-class SafetensorsHeaderParser {
- public:
-  explicit SafetensorsHeaderParser(std::string_view file) : file_(file) {}
-
-  [[noreturn]] void fail(const std::string& cause) const {
-    throw Error("tracetorch: " + std::string(file_) + ": " + cause);
-  }
-  [[noreturn]] void fail(const std::string& tensor, const std::string& cause) const {
-    fail("tensor " + quoted_for_message(tensor) + ": " + cause);
-  }
-
-  boost::json::value parse_json(std::string_view text) const {
-    JsonProblem problem;
-    auto value = parse_json_unique_keys(text, problem);
-    if (problem.duplicate_key) fail("header has duplicate key " + quoted_for_message(*problem.duplicate_key));
-    if (!value) fail("header is not valid JSON: " + problem.error);
-    return std::move(*value);
-  }
-
-  std::uint64_t unsigned_integer(const boost::json::value& v, const std::string& tensor, const char* what) const {
-    if (const auto* u = v.if_uint64()) return *u;
-    if (const auto* i = v.if_int64(); i && *i >= 0) return static_cast<std::uint64_t>(*i);
-    fail(tensor, std::string(what) + " is " + json_for_message(v) + ", not a non-negative integer");
-  }
-
-  const boost::json::value& field(const boost::json::object& entry, const std::string& tensor, const char* key) const {
-    const auto* value = entry.if_contains(key);
-    if (value == nullptr) fail(tensor, std::string("entry has no \"") + key + "\"");
-    return *value;
-  }
-
-  safetensors::TensorInfo entry(const std::string& name, const boost::json::value& value) const {
-    const auto* object = value.if_object();
-    if (object == nullptr) fail(name, "entry is " + json_for_message(value) + ", not an object");
-    safetensors::TensorInfo info;
-    info.name = name;
-
-    const auto& dtype_value = field(*object, name, "dtype");
-    const auto* dtype_name = dtype_value.if_string();
-    if (dtype_name == nullptr) fail(name, "\"dtype\" is " + json_for_message(dtype_value) + ", not a string");
-    const auto* dtype = safetensors_dtype(std::string_view(*dtype_name));
-    if (dtype == nullptr) {
-      static constexpr std::string_view no_libtorch_type[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2"};
-      const bool known = std::find(std::begin(no_libtorch_type), std::end(no_libtorch_type),
-                                   std::string_view(*dtype_name)) != std::end(no_libtorch_type);
-      fail(name, (known ? "dtype " + std::string(*dtype_name) + " has no LibTorch equivalent"
-                        : "unknown dtype " + quoted_for_message(*dtype_name)));
-    }
-    info.dtype = dtype->type;
-
-    const auto& shape_value = field(*object, name, "shape");
-    const auto* shape = shape_value.if_array();
-    if (shape == nullptr) fail(name, "\"shape\" is " + json_for_message(shape_value) + ", not an array");
-    // The product of the nonzero dims also bounds the strides LibTorch computes, so it must
-    // fit in int64 even where a zero dim makes the element count 0.
-    constexpr auto kMaxProduct = static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max());
-    std::uint64_t nonzero_product = 1;
-    bool has_zero = false, overflow = false;
-    for (std::size_t i = 0; i < shape->size(); ++i) {
-      const std::string what = "shape[" + std::to_string(i) + "]";
-      const std::uint64_t dim = unsigned_integer((*shape)[i], name, what.c_str());
-      info.shape.push_back(static_cast<int64_t>(dim));  // wraps only where overflow is set
-      if (dim == 0) {
-        has_zero = true;
-      } else if (overflow || dim > kMaxProduct / nonzero_product) {
-        overflow = true;
-      } else {
-        nonzero_product *= dim;
-      }
-    }
-    if (overflow || nonzero_product > kMaxProduct / dtype->size) {
-      std::vector<std::uint64_t> dims;
-      for (const auto& dim : *shape) dims.push_back(dim.to_number<std::uint64_t>());
-      fail(name, "shape " + shape_for_message(dims) + " has too many elements (its byte size overflows int64)");
-    }
-    const std::uint64_t elements = has_zero ? 0 : nonzero_product;
-
-    const auto& offsets_value = field(*object, name, "data_offsets");
-    const auto* offsets = offsets_value.if_array();
-    if (offsets == nullptr || offsets->size() != 2) {
-      fail(name, "\"data_offsets\" is " + json_for_message(offsets_value) + ", not [begin, end]");
-    }
-    info.begin = unsigned_integer((*offsets)[0], name, "data_offsets[0]");
-    info.end = unsigned_integer((*offsets)[1], name, "data_offsets[1]");
-    if (info.end < info.begin) fail(name, "data_offsets " + offsets_for_message(info) + " end before they begin");
-    // Checked here, where the element count is at hand; the order checks come later.
-    const std::uint64_t needed = elements * dtype->size;
-    if (info.end - info.begin != needed) {
-      fail(name, "data_offsets " + offsets_for_message(info) + " hold " + std::to_string(info.end - info.begin) +
-                     " bytes but shape " + shape_for_message(info.shape) + " of " + std::string(dtype->name) +
-                     " needs " + std::to_string(needed));
-    }
-    return info;
-  }
-
-  std::map<std::string, std::string> metadata(const boost::json::value& value) const {
-    std::map<std::string, std::string> out;
-    if (value.is_null()) return out;  // the safetensors loader reads null as "no metadata"
-    const auto* object = value.if_object();
-    if (object == nullptr) fail("\"__metadata__\" is " + json_for_message(value) + ", not an object of strings");
-    for (const auto& [key, item] : *object) {
-      const auto* text = item.if_string();
-      if (text == nullptr) {
-        fail("\"__metadata__\" value for " + quoted_for_message(key) + " is " + json_for_message(item) +
-             ", not a string");
-      }
-      out.emplace(std::string(key), std::string(*text));
-    }
-    return out;
-  }
-
-  static std::string offsets_for_message(const safetensors::TensorInfo& info) {
-    return "[" + std::to_string(info.begin) + ", " + std::to_string(info.end) + "]";
-  }
-
- private:
-  std::string_view file_;
-};
 
 /// An open file, closed on scope exit.
 struct FileCloser {
@@ -3121,39 +4014,30 @@ inline void read_exactly(std::FILE* file, const std::filesystem::path& path, std
   }
 }
 
-[[noreturn]] inline void save_failed(const std::filesystem::path& path, const std::string& cause) {
-  throw Error("tracetorch: cannot save " + path.string() + ": " + cause);
-}
-
-inline std::uint64_t read_u64_le(const unsigned char* bytes) {
-  std::uint64_t value = 0;
-  for (int i = 7; i >= 0; --i) value = (value << 8) | bytes[i];
-  return value;
-}
-
-/// The header length, checked against the limit and the file size.
-inline std::uint64_t safetensors_header_length(std::span<const unsigned char> bytes, std::uint64_t file_size,
-                                               std::string_view file) {
-  const SafetensorsHeaderParser parser(file);
-  if (file_size < 8) {
-    parser.fail("file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
-  }
-  if (bytes.size() < 8) parser.fail("parse_header needs the file's first 8 bytes");
-  const std::uint64_t length = read_u64_le(bytes.data());
-  if (length > kSafetensorsMaxHeader) {
-    parser.fail("header length " + std::to_string(length) + " exceeds the limit of " +
-                std::to_string(kSafetensorsMaxHeader) + " bytes");
-  }
-  if (length > file_size - 8) {
-    parser.fail("header length " + std::to_string(length) + " runs past the end of the file (" +
-                std::to_string(file_size) + " bytes)");
-  }
-  return length;
-}
-
 }  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/stdio_file.hpp ----
 
 namespace tracetorch::safetensors {
+
+/// Tensors to save, by name (any order: the file holds them sorted).
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+/// One tensor's header entry.
+struct TensorInfo {
+  std::string name;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  std::vector<int64_t> shape;
+  std::uint64_t begin = 0;  ///< data_offsets[0], relative to Header::data_start
+  std::uint64_t end = 0;    ///< data_offsets[1]
+};
+
+/// A validated header.
+struct Header {
+  std::vector<TensorInfo> tensors;  ///< in data-offset order
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_start = 0;  ///< 8 + header length: where data offset 0 lies in the file
+  std::uint64_t file_size = 0;
+};
 
 /// Parses and validates a header from the first bytes of a file of `file_size` bytes.
 /// `bytes` must hold at least the 8-byte length and the header it announces (the whole file
@@ -3161,55 +4045,22 @@ namespace tracetorch::safetensors {
 /// file size determine is checked: limits, JSON, fields, dtypes, shapes, offsets contiguous
 /// from 0, sizes, and that the last tensor ends exactly at the end of the file.
 /// Throws tracetorch::Error("tracetorch: <file_name>: <cause>") on any violation.
+///
+/// \code
+/// std::vector<unsigned char> bytes = ...;  // the file's first bytes, or all of it
+/// const auto header = tracetorch::safetensors::parse_header(bytes, bytes.size(), "x.safetensors");
+/// \endcode
 inline Header parse_header(std::span<const unsigned char> bytes, std::uint64_t file_size, std::string_view file_name) {
-  const detail::SafetensorsHeaderParser parser(file_name);
-  const std::uint64_t length = detail::safetensors_header_length(bytes, file_size, file_name);
-  if (bytes.size() - 8 < length) {
-    parser.fail("parse_header needs the file's first " + std::to_string(8 + length) + " bytes, got " +
-                std::to_string(bytes.size()));
-  }
+  auto parsed = detail::parse_safetensors_header(bytes, file_size, file_name);
   Header header;
-  header.data_start = 8 + length;
-  header.file_size = file_size;
-  const std::uint64_t data_size = file_size - header.data_start;
-
-  const auto json = parser.parse_json({reinterpret_cast<const char*>(bytes.data()) + 8, length});
-  const auto* object = json.if_object();
-  if (object == nullptr) parser.fail("header is " + detail::json_for_message(json) + ", not a JSON object");
-  for (const auto& [key, value] : *object) {
-    if (key == "__metadata__") {
-      header.metadata = parser.metadata(value);
-    } else {
-      header.tensors.push_back(parser.entry(std::string(key), value));
-    }
+  header.tensors.reserve(parsed.tensors.size());
+  for (auto& entry : parsed.tensors) {
+    header.tensors.push_back({std::move(entry.name), detail::safetensors_scalar_type(*entry.dtype),
+                              std::move(entry.shape), entry.begin, entry.end});
   }
-
-  // Like the reference loader: in data order the tensors must tile the data exactly.
-  std::sort(header.tensors.begin(), header.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
-    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
-  });
-  std::uint64_t expected = 0;
-  const TensorInfo* previous = nullptr;
-  for (const auto& info : header.tensors) {
-    const std::string offsets = "data_offsets " + detail::SafetensorsHeaderParser::offsets_for_message(info);
-    if (info.begin > expected) {
-      parser.fail(info.name, offsets + " leave bytes " + std::to_string(expected) + ".." + std::to_string(info.begin) +
-                                 " unused (tensor data must be contiguous from 0)");
-    }
-    if (info.begin < expected) {
-      parser.fail(info.name, offsets + " overlap tensor " + detail::quoted_for_message(previous->name) +
-                                 ", which ends at " + std::to_string(expected));
-    }
-    if (info.end > data_size) {
-      parser.fail(info.name, offsets + " run past the end of the data (" + std::to_string(data_size) + " bytes)");
-    }
-    expected = info.end;
-    previous = &info;
-  }
-  if (expected != data_size) {
-    parser.fail(std::to_string(data_size - expected) + " trailing bytes after the last tensor (data is " +
-                std::to_string(data_size) + " bytes, tensors end at " + std::to_string(expected) + ")");
-  }
+  header.metadata = std::move(parsed.metadata);
+  header.data_start = parsed.data_start;
+  header.file_size = parsed.file_size;
   return header;
 }
 
@@ -3217,6 +4068,12 @@ inline Header parse_header(std::span<const unsigned char> bytes, std::uint64_t f
 /// time on request, so memory stays bounded by the largest tensor asked for. Each load()
 /// reopens the file (load() is const and safe to call from several threads) and refuses to
 /// read if the file's size changed since the header was parsed.
+///
+/// \code
+/// tracetorch::safetensors::Reader reader("model.safetensors");
+/// torch::Tensor w;
+/// if (reader.contains("norm.weight")) w = reader.load("norm.weight");
+/// \endcode
 class Reader {
  public:
   explicit Reader(std::filesystem::path path) : path_(std::move(path)) {
@@ -3288,109 +4145,30 @@ class Reader {
 };
 
 /// Every tensor in the file, by name.
+///
+/// \code
+/// for (const auto& [name, tensor] : tracetorch::safetensors::load("model.safetensors")) use(name, tensor);
+/// \endcode
 inline std::map<std::string, torch::Tensor> load(const std::filesystem::path& path) { return Reader(path).load_all(); }
 
 /// The tensor stored under `key` (the debugger's per-tensor files use "data").
+///
+/// \code
+/// torch::Tensor x = tracetorch::safetensors::load_single("x.safetensors");
+/// \endcode
 inline torch::Tensor load_single(const std::filesystem::path& path, std::string_view key = "data") {
   return Reader(path).load(key);
 }
-
-}  // namespace tracetorch::safetensors
-
-namespace tracetorch::detail {
-
-/// The whole file into `writer`; `path` names the file in errors. Nothing is written before
-/// everything is checked.
-inline void write_safetensors(AtomicFileWriter& writer, const std::filesystem::path& path,
-                              const safetensors::NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
-  std::vector<const std::pair<std::string, torch::Tensor>*> sorted;
-  sorted.reserve(tensors.size());
-  for (const auto& item : tensors) sorted.push_back(&item);
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-
-  // Everything is checked before the file is created, so a refused save leaves nothing.
-  std::string json = "{";
-  std::uint64_t offset = 0;
-  for (std::size_t i = 0; i < sorted.size(); ++i) {
-    const auto& [name, tensor] = *sorted[i];
-    const std::string tensor_name = "tensor " + detail::quoted_for_message(name);
-    if (i != 0 && sorted[i - 1]->first == name) {
-      detail::save_failed(path, "two tensors named " + detail::quoted_for_message(name));
-    }
-    if (name == "__metadata__") detail::save_failed(path, "\"__metadata__\" is reserved, not a tensor name");
-    if (!tensor.defined()) detail::save_failed(path, tensor_name + " is undefined");
-    if (tensor.layout() != c10::kStrided) detail::save_failed(path, tensor_name + " is not a dense (strided) tensor");
-    if (tensor.device().is_meta()) detail::save_failed(path, tensor_name + " is on the meta device and has no data");
-    const auto* dtype = detail::safetensors_dtype(tensor.scalar_type());
-    if (dtype == nullptr) {
-      detail::save_failed(path, tensor_name + " has dtype " + std::string(c10::toString(tensor.scalar_type())) +
-                                    ", which safetensors cannot store");
-    }
-    if (i != 0) json += ',';
-    if (!detail::append_ascii_json_string(json, name)) detail::save_failed(path, tensor_name + " is not valid UTF-8");
-    json += ":{\"dtype\":\"";
-    json += dtype->name;
-    json += "\",\"shape\":[";
-    for (int64_t d = 0; d < tensor.dim(); ++d) {
-      if (d != 0) json += ',';
-      json += std::to_string(tensor.size(d));
-    }
-    const auto bytes = static_cast<std::uint64_t>(tensor.numel()) * dtype->size;
-    json += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
-    offset += bytes;
-  }
-  if (!metadata.empty()) {
-    json += sorted.empty() ? "\"__metadata__\":{" : ",\"__metadata__\":{";
-    bool first = true;
-    for (const auto& [key, value] : metadata) {
-      if (!first) json += ',';
-      first = false;
-      const bool valid_key = detail::append_ascii_json_string(json, key);
-      json += ':';
-      if (!valid_key || !detail::append_ascii_json_string(json, value)) {
-        detail::save_failed(path, "metadata entry " + detail::quoted_for_message(key) + " is not valid UTF-8");
-      }
-    }
-    json += '}';
-  }
-  json += '}';
-  json.append((8 - json.size() % 8) % 8, ' ');
-
-  unsigned char length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(std::uint64_t(json.size()) >> (8 * i));
-
-  writer.write(length, sizeof length);
-  writer.write(json);
-  for (const auto* item : sorted) {
-    torch::Tensor tensor = item->second.detach();
-    if (tensor.numel() == 0) continue;
-    try {
-      // Lazy conjugate/negative views hold unmodified data; materialise them first.
-      if (tensor.is_conj() || tensor.is_neg()) tensor = tensor.resolve_conj().resolve_neg();
-      // A contiguous CPU tensor is written straight from its memory; anything else is copied
-      // once into a contiguous CPU tensor (one tensor at a time, so at most one copy is alive).
-      // Not tensor.to(kCPU, MemoryFormat::Contiguous): for a transposed CPU tensor that returns
-      // the tensor itself.
-      if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
-        tensor = torch::empty(tensor.sizes(), tensor.options().device(torch::kCPU)).copy_(tensor);
-      }
-    } catch (const c10::Error& e) {
-      detail::save_failed(path, "tensor " + detail::quoted_for_message(item->first) +
-                                    ": cannot copy to the CPU: " + e.what_without_backtrace());
-    }
-    writer.write(tensor.data_ptr(), static_cast<std::size_t>(tensor.numel()) * tensor.element_size());
-  }
-}
-
-}  // namespace tracetorch::detail
-
-namespace tracetorch::safetensors {
 
 /// Writes `tensors` (any device, layout strided, any strides) and `metadata` to `path`,
 /// byte for byte as the reference writer does: entries sorted by name, data in that order.
 /// The file appears only once complete (written beside it, then renamed). Throws Error for
 /// duplicate or invalid (non-UTF-8, "__metadata__") names, dtypes safetensors cannot hold,
 /// undefined or sparse tensors, and I/O failures.
+///
+/// \code
+/// tracetorch::safetensors::save("model.safetensors", {{"w", w}, {"b", b}}, {{"format", "pt"}});
+/// \endcode
 inline void save(const std::filesystem::path& path, const NamedTensors& tensors,
                  const std::map<std::string, std::string>& metadata = {}) {
   detail::AtomicFileWriter writer(path);
@@ -3399,11 +4177,16 @@ inline void save(const std::filesystem::path& path, const NamedTensors& tensors,
 }
 
 /// Writes one tensor under the key "data", the layout of the debugger's per-tensor files.
+///
+/// \code
+/// tracetorch::safetensors::save("x.safetensors", torch::ones({2, 3}));
+/// \endcode
 inline void save(const std::filesystem::path& path, const torch::Tensor& tensor) {
   save(path, NamedTensors{{"data", tensor}});
 }
 
 }  // namespace tracetorch::safetensors
+// ---- end tracetorch/detail/io/safetensors_file.hpp ----
 // ---- end tracetorch/safetensors.hpp ----
 
 namespace tracetorch::checkpoint {
@@ -3685,6 +4468,8 @@ inline Report load(torch::nn::Module& module, const std::filesystem::path& path,
 // ---- begin tracetorch/debugger.hpp ----
 /// \file
 /// The model addition debugger: the C++ form of transformers' `model_addition_debugger_context`.
+/// While a scope lives, each forward of the root module is recorded as a nested call tree and
+/// written, when the root returns, as `<Root>_debug_tree_SUMMARY.json` and `_FULL_TENSORS.json`.
 ///
 /// \code
 /// {
@@ -3695,43 +4480,45 @@ inline Report load(torch::nn::Module& module, const std::filesystem::path& path,
 
 #include <torch/torch.h>
 
-#include <fcntl.h>   // AT_FDCWD, AT_EACCESS
-#include <unistd.h>  // faccessat, link, unlink
-
-#include <boost/json.hpp>
-
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <functional>
-#include <limits>
-#include <map>
 #include <memory>
-#include <memory_resource>
-#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/debugger/session.hpp ----
+/// \file
+/// A debugger session: which thread's forward is recorded, nested calls of the root, and the
+/// scope's end; each forward's tree, tensor records and files are built by the parts it owns.
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>  // min_max
-#endif
-
-// ---- begin tracetorch/detail/forward_memory.hpp ----
-// Memory for what a traced forward keeps until the root call returns: the call tree, its JSON
-// values and the bookkeeping of files and repeated tensors, taken outside malloc's heap.
+// ---- begin tracetorch/detail/debugger/forward_memory.hpp ----
+/// \file
+/// Memory for what a traced forward keeps until the root call returns: the call tree, its JSON
+/// values and the bookkeeping of files and repeated tensors, taken outside malloc's heap.
 //
 // Why: the model's activations come and go in malloc's heap between module calls. Thousands of
 // small allocations that live until the forward returns, carved out of the holes freed
-// activations leave, kept glibc from reusing those holes whole: the heap grew to 400+ MiB in a
-// traced forward of seed 004's Llama (60 MiB untraced), was trimmed afterwards, and every next
-// forward, traced or not, faulted the pages in again. With the trace's memory apart, the heap
-// behaves as in an untraced forward (docs/performance.md, run 11).
+// activations leave, kept glibc from reusing those holes whole: the heap of a traced forward grew
+// to several times an untraced one's, was trimmed afterwards, and every next forward, traced or
+// not, faulted the pages in again. With the trace's memory apart, the heap behaves as in an
+// untraced forward (docs/performance.md, run 11).
 
 #include <sys/mman.h>
 
@@ -3928,656 +4715,141 @@ class ForwardArena final : public std::pmr::memory_resource {
 };
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/forward_memory.hpp ----
-// ---- begin tracetorch/detail/python_json.hpp ----
-// JSON text exactly as Python's `json.dump(obj, f, indent=2)` writes it: ", "/": " separators
-// folded to "," + newline, two-space indent, empty containers as {} and [], ensure_ascii
-// escapes (\uXXXX, surrogate pairs above the BMP), floats as Python's repr.
-
-#include <boost/json.hpp>
-
-#include <cstdint>
-#include <string>
-#include <string_view>
-
-// ---- begin tracetorch/python_repr.hpp ----
+// ---- end tracetorch/detail/debugger/forward_memory.hpp ----
+// ---- begin tracetorch/detail/debugger/tensor_record.hpp ----
 /// \file
-/// Python's text for values, byte for byte as CPython 3 and PyTorch 1.13.1 write it, so that
-/// traces made from C++ compare equal to traces made from Python.
-///
-/// Tensors print as `print(tensor)` does after
-/// `torch.set_printoptions(sci_mode=True, linewidth=120)` with the other options at their
-/// defaults (precision=4, threshold=1000, edgeitems=3). The rules are those of
-/// torch/_tensor_str.py, re-implemented over raw element data: only the elements that are
-/// shown (the summarised data for numel > 1000) are read and formatted, so printing costs
-/// O(shown elements) whatever the tensor's size.
+/// The JSON record of one tensor as transformers' debugger writes it: shape, dtype, its value
+/// (printed lines or a file) and statistics; a tensor recorded again unchanged is encoded once.
 
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <concepts>
+#include <boost/json.hpp>
+
 #include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
-#include <type_traits>
+#include <utility>
+
+// ---- begin tracetorch/detail/debugger/call_json.hpp ----
+/// \file
+/// The JSON of one call's inputs or outputs, built as transformers' `_serialize_io` builds it;
+/// tensors are handed to a TensorEncoder, which owns their records and files.
+
+#include <torch/torch.h>
+
+#include <boost/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-namespace tracetorch {
+// ---- begin tracetorch/detail/trace/format.hpp ----
+/// \file
+/// The trace format of the model addition debugger, one owner for its names: the JSON keys of
+/// a call node and of a tensor record, the file names of a trace, the stems of its tensor files.
 
-namespace detail {
+#include <string>
+#include <string_view>
 
-// The print options of the traces: torch's defaults except sci_mode and linewidth.
-inline constexpr int kPrintPrecision = 4;
-inline constexpr std::int64_t kPrintThreshold = 1000;
-inline constexpr std::int64_t kPrintEdgeItems = 3;
-inline constexpr std::int64_t kPrintLineWidth = 120;
+namespace tracetorch::detail::trace_format {
 
-// Large enough for '{:.4f}' of the largest double (309 integer digits).
-inline constexpr std::size_t kFloatBuffer = 400;
+// A call node: {"module_path": ..., "inputs": {...}, "children": [...]} or, on a leaf, "outputs".
+inline constexpr char kModulePath[] = "module_path";
+inline constexpr char kInputs[] = "inputs";
+inline constexpr char kOutputs[] = "outputs";
+inline constexpr char kChildren[] = "children";
 
-/// Writes `digits` decimal digits of `value` (zero-padded on the left), returns the end.
-inline char* append_digits(char* out, std::uint64_t value, int digits) {
-  for (int i = digits - 1; i >= 0; --i) {
-    out[i] = static_cast<char>('0' + value % 10);
-    value /= 10;
-  }
-  return out + digits;
+// A call's inputs: {"args": [...], "kwargs": {...}}.
+inline constexpr char kArgs[] = "args";
+inline constexpr char kKwargs[] = "kwargs";
+
+// A tensor record: {"shape": "torch.Size([2, 7])", "dtype": "torch.float32", "value": ..., "mean": ...}.
+// "value" is "./<file>.safetensors" (use_repr=false) or the lines of print(tensor) (use_repr=true);
+// the _SUMMARY.json leaves it out.
+inline constexpr char kShape[] = "shape";
+inline constexpr char kDtype[] = "dtype";
+inline constexpr char kValue[] = "value";
+// The statistics of a floating tensor, each Python's repr of a 0-d tensor: "tensor(-5.1862e-03)".
+inline constexpr char kMean[] = "mean";
+inline constexpr char kStd[] = "std";
+inline constexpr char kMin[] = "min";
+inline constexpr char kMax[] = "max";
+inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
+inline constexpr char kShapePrefix[] = "torch.Size([";
+inline constexpr char kShapeSuffix[] = "])";
+inline constexpr char kDtypePrefix[] = "torch.";
+
+// A value's place in its call, as the reader names it: "inputs.args.0", "inputs.kwargs.mask.1", "outputs".
+inline constexpr char kLocationSeparator = '.';
+
+// The files of a trace: <Root>_debug_tree_FULL_TENSORS.json, <Root>_debug_tree_SUMMARY.json and,
+// with use_repr=false, one <stem>.safetensors per tensor (the tensor under the key "data"),
+// named in the JSON as "./<stem>.safetensors".
+inline constexpr char kFullTensorsSuffix[] = "_debug_tree_FULL_TENSORS.json";
+inline constexpr char kSummarySuffix[] = "_debug_tree_SUMMARY.json";
+inline constexpr char kTensorFileExtension[] = ".safetensors";
+inline constexpr char kTensorFilePrefix[] = "./";
+inline constexpr char kTensorKey[] = "data";
+
+// A tensor file's stem, transformers' naming: <module_path>[_call<N>]_inputs_args_0,
+// <module_path>_inputs_kwargs_<name>, <module_path>_outputs, then _<index> or _<key> per level.
+// The root's outputs are <Root>_outputs*, written as files but left out of the JSON.
+inline constexpr char kCallStem[] = "_call";
+inline constexpr char kInputsStem[] = "_inputs";
+inline constexpr char kOutputsStem[] = "_outputs";
+inline constexpr char kArgsStem[] = "_args_";
+inline constexpr char kKwargsStem[] = "_kwargs_";
+inline constexpr char kStemSeparator = '_';
+
+inline std::string full_tensors_file_name(std::string_view root) { return std::string(root) + kFullTensorsSuffix; }
+inline std::string summary_file_name(std::string_view root) { return std::string(root) + kSummarySuffix; }
+
+/// "./<stem>.safetensors" -> "<stem>.safetensors": the file's name in the trace directory.
+inline std::string_view tensor_file_name(std::string_view value) {
+  return value.starts_with(kTensorFilePrefix) ? value.substr(std::string_view(kTensorFilePrefix).size()) : value;
 }
 
-/// `value` (non-negative, below 2^53) rounded to an integer, half to even, whatever the
-/// floating-point rounding mode: floor is exact and so is the subtraction (Sterbenz).
-inline std::uint64_t round_half_even(double value) {
-  const double whole = std::floor(value);
-  const double fraction = value - whole;
-  auto rounded = static_cast<std::uint64_t>(whole);
-  if (fraction > 0.5 || (fraction == 0.5 && rounded % 2 == 1)) ++rounded;
-  return rounded;
-}
+}  // namespace tracetorch::detail::trace_format
+// ---- end tracetorch/detail/trace/format.hpp ----
+// ---- begin tracetorch/detail/repr/float_repr.hpp ----
+/// \file
+/// Python's repr(float), without LibTorch: the JSON writer and the tensor repr both need it,
+/// and the JSON writer must build where LibTorch is absent (the text-only tools, the fuzzers).
 
-inline int decimal_digit_count(std::uint64_t value) {
-  int digits = 1;
-  while (value >= 10) {
-    value /= 10;
-    ++digits;
-  }
-  return digits;
-}
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <string_view>
 
-/// The fast path of format_python_float, for the values print shows most: those a float32
-/// holds (float32, float16 and bfloat16 tensors). Such a value times 10^k (k <= 12) is exact
-/// in a double (24 + 28 significant bits), so rounding that product to an integer, half to
-/// even, rounds the decimal expansion exactly as Python does, several times faster than
-/// std::to_chars. Returns 0 where it does not apply (doubles, huge or tiny values).
-inline std::size_t format_float_exactly(char* buf, double v, bool sci, int precision) {
-  static constexpr double kPow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12};
-  constexpr int kMaxScale = 12;
-  if (precision < 0 || precision > 8 || !std::isfinite(v) || static_cast<double>(static_cast<float>(v)) != v) return 0;
-  const double magnitude = std::fabs(v);
-  char* out = buf;
-  if (std::signbit(v)) *out++ = '-';
-  if (!sci) {
-    const double scaled = magnitude * kPow10[precision];
-    if (!(scaled < 1e15)) return 0;
-    const std::uint64_t units = round_half_even(scaled);
-    const auto one = static_cast<std::uint64_t>(kPow10[precision]);
-    const std::uint64_t whole = units / one;
-    out = append_digits(out, whole, decimal_digit_count(whole));
-    if (precision > 0) {
-      *out++ = '.';
-      out = append_digits(out, units % one, precision);
-    }
-    return static_cast<std::size_t>(out - buf);
-  }
-  if (magnitude == 0) return 0;  // "0.0000e+00": rare, left to to_chars
-  // d.ddd x 10^exponent: the mantissa digits are round(|v| * 10^(precision - exponent)).
-  // A first guess from a table (no log10); the loop below corrects it by one either way.
-  static constexpr double kDecades[] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5};
-  if (magnitude < kDecades[0] || magnitude >= kDecades[13]) return 0;
-  int exponent = -8;
-  while (magnitude >= kDecades[exponent + 9]) ++exponent;
-  std::uint64_t mantissa = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    const int scale = precision - exponent;
-    if (scale < 0 || scale > kMaxScale) return 0;
-    mantissa = round_half_even(magnitude * kPow10[scale]);
-    if (mantissa >= static_cast<std::uint64_t>(kPow10[precision + 1])) {
-      ++exponent;  // the guess was low, or rounding carried into a new digit (9.99995 -> 1.0000e+01)
-    } else if (mantissa < static_cast<std::uint64_t>(kPow10[precision])) {
-      --exponent;  // the guess was high
-    } else {
-      const auto lead = static_cast<std::uint64_t>(kPow10[precision]);
-      *out++ = static_cast<char>('0' + mantissa / lead);
-      if (precision > 0) {
-        *out++ = '.';
-        out = append_digits(out, mantissa % lead, precision);
-      }
-      *out++ = 'e';
-      *out++ = exponent < 0 ? '-' : '+';
-      const auto exponent_magnitude = static_cast<std::uint64_t>(exponent < 0 ? -exponent : exponent);
-      out = append_digits(out, exponent_magnitude, std::max(2, decimal_digit_count(exponent_magnitude)));
-      return static_cast<std::size_t>(out - buf);
-    }
-  }
-  return 0;
-}
+namespace tracetorch::detail {
 
-/// Python's `format(v, '.{precision}e')` (sci) or `format(v, '.{precision}f')`. Both sides
-/// round the exact binary value correctly (half-even), so std::to_chars with a precision
-/// matches Python digit for digit; only the non-finite spellings differ (Python never signs
-/// a NaN).
-inline std::size_t format_python_float(char* buf, double v, bool sci, int precision) {
-  if (std::isnan(v)) {
-    std::memcpy(buf, "nan", 3);
-    return 3;
-  }
-  if (std::isinf(v)) {
-    if (v < 0) {
-      std::memcpy(buf, "-inf", 4);
-      return 4;
-    }
-    std::memcpy(buf, "inf", 3);
-    return 3;
-  }
-  if (const std::size_t len = format_float_exactly(buf, v, sci, precision)) return len;
-  const auto fmt = sci ? std::chars_format::scientific : std::chars_format::fixed;
-  const auto result = std::to_chars(buf, buf + kFloatBuffer, v, fmt, precision);
-  return static_cast<std::size_t>(result.ptr - buf);
-}
-
-inline void append_padded(std::string& out, const char* text, std::size_t len, std::size_t width) {
-  if (len < width) out.append(width - len, ' ');
-  out.append(text, len);
-}
-
-/// torch's _Formatter for a floating dtype, built over the (summarised) values as doubles.
-class FloatFormatter {
- public:
-  FloatFormatter(const double* values, std::size_t count) {
-    // Extremes of the nonzero finite values per sign: [0] smallest, [1] largest magnitude.
-    double pos[2] = {0, 0}, neg[2] = {0, 0};
-    bool any_pos = false, any_neg = false;
-    for (std::size_t i = 0; i < count; ++i) {
-      const double v = values[i];
-      if (!std::isfinite(v) || v == 0) continue;
-      if (v > 0) {
-        if (!any_pos || v < pos[0]) pos[0] = v;
-        if (!any_pos || v > pos[1]) pos[1] = v;
-        any_pos = true;
-      } else {
-        if (!any_neg || v > neg[0]) neg[0] = v;
-        if (!any_neg || v < neg[1]) neg[1] = v;
-        any_neg = true;
-      }
-      if (int_mode_ && v != std::ceil(v)) int_mode_ = false;
-    }
-    // No nonzero finite value: torch returns before the print option forces sci_mode, so
-    // zeros and non-finites print in int mode ("0.", "nan", "-inf") at width 1.
-    if (!any_pos && !any_neg) return;
-
-    const double min_abs = std::min(any_pos ? pos[0] : HUGE_VAL, any_neg ? -neg[0] : HUGE_VAL);
-    const double max_abs = std::max(any_pos ? pos[1] : 0.0, any_neg ? -neg[1] : 0.0);
-    const bool wide = max_abs / min_abs > 1000.0 || max_abs > 1.0e8;
-    bool sci = false;
-    int precision = kPrintPrecision;
-    std::size_t extra = 0;
-    if (int_mode_) {
-      sci = wide;
-      if (!sci) {
-        precision = 0;
-        extra = 1;  // the '.' int mode appends
-      }
-    } else {
-      sci = wide || min_abs < 1.0e-4;
-    }
-    // torch takes the longest text over all values. For one sign, the length of '{:.Nf}' grows
-    // with |v| and that of '{:.Ne}' only changes with the exponent's digit count, largest at
-    // the extremes of |v|; so the per-sign extremes give the same maximum.
-    char buf[kFloatBuffer];
-    const auto measure = [&](double v) {
-      max_width_ = std::max(max_width_, format_python_float(buf, v, sci, precision) + extra);
-    };
-    if (any_pos) {
-      measure(pos[0]);
-      measure(pos[1]);
-    }
-    if (any_neg) {
-      measure(neg[0]);
-      measure(neg[1]);
-    }
-    // sci_mode=True from set_printoptions overrides the data's choice, but the width stays the
-    // one measured above: sci strings are then wider than max_width and go unpadded.
-    sci_mode_ = true;
-  }
-
-  std::size_t width() const { return max_width_; }
-
-  void append(std::string& out, double v) const {
-    char buf[kFloatBuffer + 1];
-    std::size_t len;
-    if (sci_mode_) {
-      len = format_python_float(buf, v, true, kPrintPrecision);
-    } else if (int_mode_) {
-      len = format_python_float(buf, v, false, 0);
-      if (std::isfinite(v)) buf[len++] = '.';
-    } else {
-      len = format_python_float(buf, v, false, kPrintPrecision);
-    }
-    append_padded(out, buf, len, max_width_);
-  }
-
- private:
-  bool int_mode_ = true;
-  bool sci_mode_ = false;
-  std::size_t max_width_ = 1;
-};
-
-/// torch's _Formatter for integer and bool dtypes: '{}'.format(value), right-aligned.
-class IntFormatter {
- public:
-  IntFormatter(const std::int64_t* values, std::size_t count, bool is_bool) : is_bool_(is_bool) {
-    char buf[24];
-    for (std::size_t i = 0; i < count; ++i) max_width_ = std::max(max_width_, text(buf, values[i]));
-  }
-
-  std::size_t width() const { return max_width_; }
-
-  void append(std::string& out, std::int64_t v) const {
-    char buf[24];
-    const std::size_t len = text(buf, v);
-    append_padded(out, buf, len, max_width_);
-  }
-
- private:
-  std::size_t text(char* buf, std::int64_t v) const {
-    if (is_bool_) {
-      const char* s = v != 0 ? "True" : "False";
-      const std::size_t len = v != 0 ? 4 : 5;
-      std::memcpy(buf, s, len);
-      return len;
-    }
-    return static_cast<std::size_t>(std::to_chars(buf, buf + 24, v).ptr - buf);
-  }
-
-  bool is_bool_;
-  std::size_t max_width_ = 1;
-};
-
-/// The shown elements of a tensor in row-major order, widened to double / int64.
-struct ShownData {
-  enum class Kind { floating, complex, integer, boolean };
-  Kind kind = Kind::floating;
-  std::vector<double> re, im;      // floating and complex
-  std::vector<std::int64_t> ints;  // integer and bool
-};
-
-/// Per dimension, the indices print shows: first and last edgeitems when summarising a
-/// dimension longer than 2 * edgeitems (as get_summarized_data keeps), else all.
-inline std::vector<std::vector<std::int64_t>> shown_indices(c10::IntArrayRef sizes, bool summarize) {
-  std::vector<std::vector<std::int64_t>> keep(sizes.size());
-  for (std::size_t d = 0; d < sizes.size(); ++d) {
-    const std::int64_t n = sizes[d];
-    if (summarize && n > 2 * kPrintEdgeItems) {
-      for (std::int64_t i = 0; i < kPrintEdgeItems; ++i) keep[d].push_back(i);
-      for (std::int64_t i = n - kPrintEdgeItems; i < n; ++i) keep[d].push_back(i);
-    } else {
-      for (std::int64_t i = 0; i < n; ++i) keep[d].push_back(i);
-    }
-  }
-  return keep;
-}
-
-/// Calls sink(element) for every kept element of a CPU strided tensor, row-major, reading
-/// through the strides so views need no copy.
-template <class T, class Sink>
-void for_each_shown(const torch::Tensor& t, const std::vector<std::vector<std::int64_t>>& keep, Sink&& sink) {
-  const T* base = t.data_ptr<T>();
-  const auto dims = static_cast<std::size_t>(t.dim());
-  if (dims == 0) {
-    sink(base[0]);
-    return;
-  }
-  const auto strides = t.strides();
-  std::vector<std::vector<std::int64_t>> offsets(dims);
-  for (std::size_t d = 0; d < dims; ++d)
-    for (const auto i : keep[d]) offsets[d].push_back(i * strides[d]);
-  const auto& inner = offsets[dims - 1];
-  std::vector<std::size_t> pos(dims, 0);
-  for (;;) {
-    std::int64_t outer = 0;
-    for (std::size_t d = 0; d + 1 < dims; ++d) outer += offsets[d][pos[d]];
-    for (const auto off : inner) sink(base[outer + off]);
-    std::size_t d = dims - 1;
-    for (;;) {
-      if (d == 0) return;
-      --d;
-      if (++pos[d] < offsets[d].size()) break;
-      pos[d] = 0;
-    }
-  }
-}
-
-/// Reads the shown elements of `t` (CPU, strided, non-empty). The negative and conjugate
-/// bits are applied while reading, as resolve_neg()/resolve_conj() would.
-inline ShownData read_shown(const torch::Tensor& t, const std::vector<std::vector<std::int64_t>>& keep) {
-  ShownData data;
-  std::size_t count = 1;
-  for (const auto& k : keep) count *= k.size();
-  const double sign = t.is_neg() ? -1.0 : 1.0;
-  const double imag_sign = t.is_conj() ? -1.0 : 1.0;
-  if (!t.is_floating_point() && !t.is_complex()) data.ints.reserve(count);
-  const auto real = [&] {
-    data.kind = ShownData::Kind::floating;
-    data.re.reserve(count);
-  };
-  const auto put_float = [&](auto v) { data.re.push_back(sign * static_cast<double>(static_cast<float>(v))); };
-  const auto put_double = [&](double v) { data.re.push_back(sign * v); };
-  const auto put_complex = [&](auto v) {
-    data.re.push_back(sign * static_cast<double>(static_cast<float>(v.real())));
-    data.im.push_back(sign * imag_sign * static_cast<double>(static_cast<float>(v.imag())));
-  };
-  const auto put_int = [&](auto v) {
-    const auto i = static_cast<std::int64_t>(v);
-    data.ints.push_back(sign < 0 ? -i : i);
-  };
-  switch (t.scalar_type()) {
-    case torch::kFloat: real(); for_each_shown<float>(t, keep, put_float); break;
-    case torch::kHalf: real(); for_each_shown<c10::Half>(t, keep, put_float); break;
-    case torch::kBFloat16: real(); for_each_shown<c10::BFloat16>(t, keep, put_float); break;
-    case torch::kDouble: real(); for_each_shown<double>(t, keep, put_double); break;
-    case torch::kComplexFloat:
-    case torch::kComplexHalf:
-    case torch::kComplexDouble:
-      data.kind = ShownData::Kind::complex;
-      data.re.reserve(count);
-      data.im.reserve(count);
-      if (t.scalar_type() == torch::kComplexFloat) {
-        for_each_shown<c10::complex<float>>(t, keep, put_complex);
-      } else if (t.scalar_type() == torch::kComplexHalf) {
-        for_each_shown<c10::complex<c10::Half>>(t, keep, put_complex);
-      } else {
-        for_each_shown<c10::complex<double>>(t, keep, [&](c10::complex<double> v) {
-          data.re.push_back(sign * v.real());
-          data.im.push_back(sign * imag_sign * v.imag());
-        });
-      }
-      break;
-    case torch::kBool:
-      data.kind = ShownData::Kind::boolean;
-      data.ints.reserve(count);
-      for_each_shown<bool>(t, keep, [&](bool v) { data.ints.push_back(v ? 1 : 0); });
-      break;
-    case torch::kLong: data.kind = ShownData::Kind::integer; for_each_shown<std::int64_t>(t, keep, put_int); break;
-    case torch::kInt: data.kind = ShownData::Kind::integer; for_each_shown<std::int32_t>(t, keep, put_int); break;
-    case torch::kShort: data.kind = ShownData::Kind::integer; for_each_shown<std::int16_t>(t, keep, put_int); break;
-    case torch::kChar: data.kind = ShownData::Kind::integer; for_each_shown<std::int8_t>(t, keep, put_int); break;
-    case torch::kByte: data.kind = ShownData::Kind::integer; for_each_shown<std::uint8_t>(t, keep, put_int); break;
-    default: {
-      // Anything else is printed through float64, as the dtype's values would read.
-      const auto converted = t.to(torch::kDouble);
-      real();
-      for_each_shown<double>(converted, keep, put_double);
-      break;
-    }
-  }
-  return data;
-}
-
-/// Lays out the shown elements as _tensor_str_with_formatter does. Elements are written in
-/// row-major order straight into `out`; `next_` walks the shown data.
-class BodyWriter {
- public:
-  BodyWriter(const ShownData& data, c10::IntArrayRef sizes, bool summarize)
-      : data_(data), sizes_(sizes), summarize_(summarize) {
-    switch (data.kind) {
-      case ShownData::Kind::floating: re_.emplace(data.re.data(), data.re.size()); break;
-      case ShownData::Kind::complex:
-        re_.emplace(data.re.data(), data.re.size());
-        im_.emplace(data.im.data(), data.im.size());
-        break;
-      case ShownData::Kind::integer:
-      case ShownData::Kind::boolean:
-        int_.emplace(data.ints.data(), data.ints.size(), data.kind == ShownData::Kind::boolean);
-        break;
-    }
-  }
-
-  void write(std::string& out, std::int64_t indent) {
-    next_ = 0;
-    if (sizes_.empty()) {
-      element(out);
-      return;
-    }
-    tensor(out, 0, indent);
-  }
-
- private:
-  std::size_t element_length() const {
-    if (int_) return int_->width() + 2;
-    std::size_t length = re_->width() + 2;
-    if (im_) length += im_->width() + 1;  // the imaginary part and its 'j'
-    return length;
-  }
-
-  void element(std::string& out) {
-    const std::size_t i = next_++;
-    if (int_) {
-      int_->append(out, data_.ints[i]);
-      return;
-    }
-    re_->append(out, data_.re[i]);
-    if (!im_) return;
-    // imag_str = (format(imag) + "j").lstrip(); a '+' joins it unless it carries a sign.
-    const std::size_t start = out.size();
-    im_->append(out, data_.im[i]);
-    std::size_t first = start;
-    while (first < out.size() && out[first] == ' ') ++first;
-    out.erase(start, first - start);
-    if (out[start] != '-' && out[start] != '+') out.insert(out.begin() + static_cast<std::ptrdiff_t>(start), '+');
-    out += 'j';
-  }
-
-  bool ellipsis(std::size_t d) const { return summarize_ && sizes_[d] > 2 * kPrintEdgeItems; }
-
-  std::size_t shown(std::size_t d) const {
-    return ellipsis(d) ? static_cast<std::size_t>(2 * kPrintEdgeItems) : static_cast<std::size_t>(sizes_[d]);
-  }
-
-  void tensor(std::string& out, std::size_t d, std::int64_t indent) {
-    const std::size_t dims = sizes_.size();
-    if (d + 1 == dims) {
-      vector(out, d, indent);
-      return;
-    }
-    const std::size_t n = shown(d);
-    const bool dots = ellipsis(d);
-    const std::size_t items = n + (dots ? 1 : 0);
-    out += '[';
-    for (std::size_t item = 0; item < items; ++item) {
-      if (item > 0) {
-        out += ',';
-        out.append(dims - d - 1, '\n');
-        out.append(static_cast<std::size_t>(indent + 1), ' ');
-      }
-      if (dots && item == static_cast<std::size_t>(kPrintEdgeItems)) {
-        out += "...";
-        continue;
-      }
-      tensor(out, d + 1, indent + 1);
-    }
-    out += ']';
-  }
-
-  void vector(std::string& out, std::size_t d, std::int64_t indent) {
-    const auto room = kPrintLineWidth - indent;
-    const auto length = static_cast<std::int64_t>(element_length());
-    const std::size_t per_line = room > 0 ? static_cast<std::size_t>(std::max<std::int64_t>(1, room / length)) : 1;
-    const std::size_t n = shown(d);
-    const bool dots = ellipsis(d);
-    const std::size_t items = n + (dots ? 1 : 0);
-    out += '[';
-    for (std::size_t item = 0; item < items; ++item) {
-      if (item > 0) {
-        if (item % per_line == 0) {
-          out += ",\n";
-          out.append(static_cast<std::size_t>(indent + 1), ' ');
-        } else {
-          out += ", ";
-        }
-      }
-      if (dots && item == static_cast<std::size_t>(kPrintEdgeItems)) {
-        out += " ...";
-        continue;
-      }
-      element(out);
-    }
-    out += ']';
-  }
-
-  const ShownData& data_;
-  c10::IntArrayRef sizes_;
-  bool summarize_;
-  std::optional<FloatFormatter> re_, im_;
-  std::optional<IntFormatter> int_;
-  std::size_t next_ = 0;
-};
-
-/// _tensor_str: the bracketed contents of a dense tensor, laid out for `indent`.
-inline std::string tensor_body(torch::Tensor t, std::int64_t indent) {
-  if (t.numel() == 0) return "[]";
-  const bool summarize = t.numel() > kPrintThreshold;
-  if (t._is_zerotensor()) t = t.clone();  // a ZeroTensor has no storage to read
-  if (t.is_quantized()) t = t.dequantize();
-  const auto sizes = t.sizes().vec();
-
-  std::vector<std::vector<std::int64_t>> keep;
-  if (t.device().is_cpu() && t.layout() == torch::kStrided) {
-    keep = shown_indices(sizes, summarize);
+/// Lays out shortest round-trip `digits` (no sign, no point) with `decpt` digits before the
+/// decimal point, as CPython's float_repr does in fixed-point form: "0.0001", "3.0", "12.5".
+inline void append_fixed_point(std::string& out, std::string_view digits, int decpt) {
+  const int ndigits = static_cast<int>(digits.size());
+  if (decpt <= 0) {
+    out += "0.";
+    out.append(static_cast<std::size_t>(-decpt), '0');
+    out += digits;
+  } else if (decpt >= ndigits) {
+    out += digits;
+    out.append(static_cast<std::size_t>(decpt - ndigits), '0');
+    out += ".0";
   } else {
-    // Elsewhere, cut the shown part out on the device first so only it crosses to the host.
-    if (t.layout() != torch::kStrided) t = t.to_dense();
-    if (summarize) {
-      for (std::int64_t d = 0; d < t.dim(); ++d) {
-        const auto n = t.size(d);
-        if (n > 2 * kPrintEdgeItems)
-          t = torch::cat({t.narrow(d, 0, kPrintEdgeItems), t.narrow(d, n - kPrintEdgeItems, kPrintEdgeItems)}, d);
-      }
-    }
-    t = t.cpu();
-    keep = shown_indices(t.sizes(), false);
+    out.append(digits.substr(0, static_cast<std::size_t>(decpt)));
+    out += '.';
+    out.append(digits.substr(static_cast<std::size_t>(decpt)));
   }
-  const ShownData data = read_shown(t, keep);
-  std::string out;
-  out.reserve(64 + (data.re.size() + data.ints.size()) * 14 + data.im.size() * 12);
-  BodyWriter(data, sizes, summarize).write(out, indent);
-  return out;
-}
-
-/// str(tuple(shape)): "(2, 3)", "(5,)", "()".
-inline std::string python_tuple_repr(c10::IntArrayRef sizes) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(sizes[i]);
-  }
-  if (sizes.size() == 1) out += ',';
-  out += ')';
-  return out;
-}
-
-/// _add_suffixes: ", suffix" while the line stays within the width, else a new line.
-inline void add_suffixes(std::string& text, const std::vector<std::string>& suffixes, std::int64_t indent,
-                         bool force_newline) {
-  const auto newline = text.rfind('\n');
-  // torch's arithmetic (rfind gives -1 when there is no newline), kept for its +2 slack.
-  std::int64_t last_line_len = static_cast<std::int64_t>(text.size()) -
-                               (newline == std::string::npos ? -1 : static_cast<std::int64_t>(newline)) + 1;
-  for (const auto& suffix : suffixes) {
-    const auto suffix_len = static_cast<std::int64_t>(suffix.size());
-    if (force_newline || last_line_len + suffix_len + 2 > kPrintLineWidth) {
-      text += ",\n";
-      text.append(static_cast<std::size_t>(indent), ' ');
-      text += suffix;
-      last_line_len = indent + suffix_len;
-      force_newline = false;
-    } else {
-      text += ", ";
-      text += suffix;
-      last_line_len += suffix_len + 2;
-    }
-  }
-  text += ')';
-}
-
-inline std::string layout_repr(c10::Layout layout) {
-  switch (layout) {
-    case c10::kStrided: return "torch.strided";
-    case c10::kSparse: return "torch.sparse_coo";
-    case c10::kSparseCsr: return "torch.sparse_csr";
-    case c10::kSparseCsc: return "torch.sparse_csc";
-    case c10::kSparseBsr: return "torch.sparse_bsr";
-    case c10::kSparseBsc: return "torch.sparse_bsc";
-    case c10::kMkldnn: return "torch._mkldnn";
-    default: return "torch.layout";
-  }
-}
-
-/// The grad_fn name Python shows: the node's class name without its C++ namespace.
-inline std::string grad_fn_name(const torch::Tensor& t) {
-  std::string name = t.grad_fn()->name();
-  const auto colons = name.rfind("::");
-  if (colons != std::string::npos) name.erase(0, colons + 2);
-  return name;
-}
-
-}  // namespace detail
-
-/// str(dtype): "torch.float32", "torch.int64", "torch.bool", "torch.bfloat16", ...
-inline std::string python_dtype_repr(c10::ScalarType type) {
-  switch (type) {
-    case c10::ScalarType::Byte: return "torch.uint8";
-    case c10::ScalarType::Char: return "torch.int8";
-    case c10::ScalarType::Short: return "torch.int16";
-    case c10::ScalarType::Int: return "torch.int32";
-    case c10::ScalarType::Long: return "torch.int64";
-    case c10::ScalarType::Half: return "torch.float16";
-    case c10::ScalarType::Float: return "torch.float32";
-    case c10::ScalarType::Double: return "torch.float64";
-    case c10::ScalarType::ComplexHalf: return "torch.complex32";
-    case c10::ScalarType::ComplexFloat: return "torch.complex64";
-    case c10::ScalarType::ComplexDouble: return "torch.complex128";
-    case c10::ScalarType::Bool: return "torch.bool";
-    case c10::ScalarType::QInt8: return "torch.qint8";
-    case c10::ScalarType::QUInt8: return "torch.quint8";
-    case c10::ScalarType::QInt32: return "torch.qint32";
-    case c10::ScalarType::BFloat16: return "torch.bfloat16";
-    case c10::ScalarType::QUInt4x2: return "torch.quint4x2";
-    case c10::ScalarType::QUInt2x4: return "torch.quint2x4";
-    default: return std::string("torch.") + c10::toString(type);
-  }
-}
-
-/// str(tensor.shape): "torch.Size([2, 7, 64])", "torch.Size([])".
-inline std::string python_shape_repr(c10::IntArrayRef sizes) {
-  std::string out = "torch.Size([";
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(sizes[i]);
-  }
-  out += "])";
-  return out;
 }
 
 /// repr(float): the shortest text that reads back as `v`, fixed-point while the decimal
 /// exponent is in [-4, 16), otherwise exponent form ('1e-06', '0.0001', '3.0', '1e+16').
-inline std::string python_repr(double v) {
+inline std::string python_float_repr(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
@@ -4598,39 +4870,32 @@ inline std::string python_repr(double v) {
     if (c == '-') out += '-';
     else if (c != '.') digits += c;
   }
-  const int ndigits = static_cast<int>(digits.size());
-  if (decpt <= 0) {
-    out += "0.";
-    out.append(static_cast<std::size_t>(-decpt), '0');
-    out += digits;
-  } else if (decpt >= ndigits) {
-    out += digits;
-    out.append(static_cast<std::size_t>(decpt - ndigits), '0');
-    out += ".0";
-  } else {
-    out.append(digits, 0, static_cast<std::size_t>(decpt));
-    out += '.';
-    out.append(digits, static_cast<std::size_t>(decpt));
-  }
+  append_fixed_point(out, digits, decpt);
   return out;
 }
 
-/// repr(int) for every integer type except bool and the character types.
-template <std::integral T>
-  requires(!std::same_as<T, bool> && !std::same_as<T, char> && !std::same_as<T, wchar_t> &&
-           !std::same_as<T, char8_t> && !std::same_as<T, char16_t> && !std::same_as<T, char32_t>)
-inline std::string python_repr(T v) {
-  char buf[24];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/float_repr.hpp ----
+// ---- begin tracetorch/detail/repr/string_repr.hpp ----
+/// \file
+/// Python's repr(str) of UTF-8 text, without LibTorch (undecodable bytes as surrogateescape
+/// reads them, printability from text/printable.hpp).
 
-/// repr(bool). A template so that pointers (e.g. string literals) never convert to bool.
-template <std::same_as<bool> T>
-inline std::string python_repr(T v) {
-  return v ? "True" : "False";
-}
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
 
-namespace detail {
+// ---- begin tracetorch/detail/text/printable.hpp ----
+/// \file
+/// Which code points Python's str.isprintable() accepts (repr() escapes the others), as a
+/// table generated from CPython's unicodedata; no LibTorch.
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+
+namespace tracetorch::detail {
 
 // Code points >= 0x80 for which CPython's str.isprintable() is false (Unicode 14.0, as in
 // Python 3.11: categories Cc, Cf, Cs, Co, Cn, Zl, Zp and Zs other than space), as inclusive
@@ -4781,89 +5046,32 @@ inline bool python_printable(std::uint32_t code) {
   return it == begin || code > (*(it - 1))[1];
 }
 
-/// Decodes one code point at text[i]; a byte that does not start a well-formed UTF-8 sequence
-/// becomes U+DC80..U+DCFF, as Python's surrogateescape error handler reads it.
-inline std::uint32_t next_code_point(std::string_view text, std::size_t& i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char c = byte(i);
-  if (c < 0x80) {
-    ++i;
-    return c;
-  }
-  std::size_t extra = 0;
-  std::uint32_t code = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the first continuation byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    extra = 1;
-    code = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    extra = 2;
-    code = c & 0x0F;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;  // no encoded surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    extra = 3;
-    code = c & 0x07;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
-  }
-  bool ok = extra != 0;
-  if (ok) {
-    for (std::size_t k = 1; k <= extra; ++k) {
-      if (i + k >= text.size()) {
-        ok = false;
-        break;
-      }
-      const unsigned char next = byte(i + k);
-      const unsigned char min = k == 1 ? lo : 0x80, max = k == 1 ? hi : 0xBF;
-      if (next < min || next > max) {
-        ok = false;
-        break;
-      }
-      code = (code << 6) | (next & 0x3F);
-    }
-  }
-  if (!ok) {
-    ++i;
-    return 0xDC00u + c;
-  }
-  i += extra + 1;
-  return code;
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/printable.hpp ----
+
+namespace tracetorch::detail {
+
+/// `\xhh`, `\uhhhh` or `\Uhhhhhhhh`, the shortest of the three that holds `code`.
+inline void append_python_hex_escape(std::string& out, std::uint32_t code) {
+  static constexpr char hex[] = "0123456789abcdef";
+  const int digits = code <= 0xFF ? 2 : code <= 0xFFFF ? 4 : 8;
+  out += '\\';
+  out += digits == 2 ? 'x' : digits == 4 ? 'u' : 'U';
+  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(code >> shift) & 0xF];
 }
 
-inline void append_utf8(std::string& out, std::uint32_t code) {
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    out += static_cast<char>(0xE0 | (code >> 12));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code >> 18));
-    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-}
-
-}  // namespace detail
-
-/// repr(str) of UTF-8 text: single quotes unless the text has ' and no ", backslash escapes
-/// for the quote, \\, \t, \n, \r, and \xhh / \uhhhh / \Uhhhhhhhh for what Python deems
-/// unprintable; printable non-ASCII is kept as is.
-inline std::string python_repr(std::string_view text) {
+/// repr(str): single quotes unless the text has ' and no ", backslash escapes for the quote,
+/// \\, \t, \n, \r, and hex escapes for what Python deems unprintable; printable non-ASCII is
+/// kept as is.
+inline std::string python_string_repr(std::string_view text) {
   const bool has_single = text.find('\'') != std::string_view::npos;
   const bool has_double = text.find('"') != std::string_view::npos;
   const char quote = has_single && !has_double ? '"' : '\'';
-  static constexpr char hex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size() + 2);
   out += quote;
   for (std::size_t i = 0; i < text.size();) {
-    const std::uint32_t code = detail::next_code_point(text, i);
+    const std::uint32_t code = next_code_point(text, i);
     if (code == static_cast<unsigned char>(quote) || code == '\\') {
       out += '\\';
       out += static_cast<char>(code);
@@ -4873,322 +5081,237 @@ inline std::string python_repr(std::string_view text) {
       out += "\\n";
     } else if (code == '\r') {
       out += "\\r";
-    } else if (detail::python_printable(code)) {
-      detail::append_utf8(out, code);
+    } else if (python_printable(code)) {
+      append_utf8(out, code);
     } else {
-      const int digits = code <= 0xFF ? 2 : code <= 0xFFFF ? 4 : 8;
-      out += '\\';
-      out += digits == 2 ? 'x' : digits == 4 ? 'u' : 'U';
-      for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(code >> shift) & 0xF];
+      append_python_hex_escape(out, code);
     }
   }
   out += quote;
   return out;
 }
 
-/// A char is a one-character str (std::int8_t / signed char stay integers).
-template <std::same_as<char> T>
-inline std::string python_repr(T c) {
-  return python_repr(std::string_view(&c, 1));
-}
-
-/// repr(tensor) == str(tensor) under set_printoptions(sci_mode=True, linewidth=120); an
-/// undefined tensor is None.
-inline std::string python_repr(const torch::Tensor& tensor) {
-  using detail::python_tuple_repr;
-  if (!tensor.defined()) return "None";
-  c10::NoGradGuard no_grad;
-  const torch::Tensor& t = tensor;
-  const std::string prefix = "tensor(";
-  const auto indent = static_cast<std::int64_t>(prefix.size());
-  std::vector<std::string> suffixes;
-  std::string text;
-
-  // Note [Print tensor device] in torch: shown whenever it is not the (CPU) default.
-  if (!t.device().is_cpu()) suffixes.push_back("device='" + t.device().str() + "'");
-
-  const auto type = t.scalar_type();
-  const auto default_type = c10::typeMetaToScalarType(c10::get_default_dtype());
-  const auto default_complex = default_type == torch::kDouble ? torch::kComplexDouble : torch::kComplexFloat;
-  const bool has_default_dtype =
-      type == default_type || type == default_complex || type == torch::kLong || type == torch::kBool;
-  const std::string dtype_suffix = "dtype=" + python_dtype_repr(type);
-  const auto with_size = [&](const std::string& body, const torch::Tensor& part) {
-    return part.numel() == 0 ? body + ", size=" + python_tuple_repr(part.sizes()) : body;
-  };
-
-  if (t.is_sparse()) {
-    suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
-    if (!t.is_meta()) suffixes.push_back("nnz=" + std::to_string(t._nnz()));
-    if (!has_default_dtype) suffixes.push_back(dtype_suffix);
-    const std::string indices_prefix = "indices=tensor(", values_prefix = "values=tensor(";
-    const auto indices = t._indices().detach();
-    const auto values = t._values().detach();
-    text = indices_prefix + with_size(detail::tensor_body(indices, indent + static_cast<std::int64_t>(indices_prefix.size())), indices) +
-           "),\n" + std::string(static_cast<std::size_t>(indent), ' ') + values_prefix +
-           with_size(detail::tensor_body(values, indent + static_cast<std::int64_t>(values_prefix.size())), values) + ")";
-  } else if (t.layout() == torch::kSparseCsr || t.layout() == torch::kSparseCsc || t.layout() == torch::kSparseBsr ||
-             t.layout() == torch::kSparseBsc) {
-    suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
-    suffixes.push_back("nnz=" + std::to_string(t._nnz()));
-    if (!has_default_dtype) suffixes.push_back(dtype_suffix);
-    const bool rows = t.layout() == torch::kSparseCsr || t.layout() == torch::kSparseBsr;
-    const std::string compressed_prefix = rows ? "crow_indices=tensor(" : "ccol_indices=tensor(";
-    const std::string plain_prefix = rows ? "col_indices=tensor(" : "row_indices=tensor(";
-    const std::string values_prefix = "values=tensor(";
-    const auto compressed = (rows ? t.crow_indices() : t.ccol_indices()).detach();
-    const auto plain = (rows ? t.col_indices() : t.row_indices()).detach();
-    const auto values = t.values().detach();
-    const std::string pad(static_cast<std::size_t>(indent), ' ');
-    text = compressed_prefix +
-           with_size(detail::tensor_body(compressed, indent + static_cast<std::int64_t>(compressed_prefix.size())), compressed) +
-           "),\n" + pad + plain_prefix +
-           with_size(detail::tensor_body(plain, indent + static_cast<std::int64_t>(plain_prefix.size())), plain) + "),\n" +
-           pad + values_prefix +
-           with_size(detail::tensor_body(values, indent + static_cast<std::int64_t>(values_prefix.size())), values) + ")";
-  } else if (t.is_quantized()) {
-    suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
-    if (!has_default_dtype) suffixes.push_back(dtype_suffix);
-    const auto scheme = t.qscheme();
-    suffixes.push_back(std::string("quantization_scheme=torch.") + c10::toString(scheme));
-    if (scheme == c10::kPerTensorAffine || scheme == c10::kPerTensorSymmetric) {
-      suffixes.push_back("scale=" + python_repr(t.q_scale()));
-      suffixes.push_back("zero_point=" + std::to_string(t.q_zero_point()));
-    } else if (scheme == c10::kPerChannelAffine || scheme == c10::kPerChannelSymmetric ||
-               scheme == c10::kPerChannelAffineFloatQParams) {
-      suffixes.push_back("scale=" + python_repr(t.q_per_channel_scales()));
-      suffixes.push_back("zero_point=" + python_repr(t.q_per_channel_zero_points()));
-      suffixes.push_back("axis=" + std::to_string(t.q_per_channel_axis()));
-    }
-    text = detail::tensor_body(t.dequantize(), indent);
-  } else if (t.is_meta()) {
-    suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
-    if (type != default_type) suffixes.push_back(dtype_suffix);
-    text = "...";
-  } else if (t.numel() == 0) {
-    // Explicit shape unless (0,), and dtype even for int64/bool: nothing shows it otherwise.
-    if (t.dim() != 1) suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
-    if (type != default_type) suffixes.push_back(dtype_suffix);
-    text = "[]";
-  } else {
-    if (!has_default_dtype) suffixes.push_back(dtype_suffix);
-    text = detail::tensor_body(t, indent);
-  }
-
-  if (t.layout() != torch::kStrided) suffixes.push_back("layout=" + detail::layout_repr(t.layout()));
-  if (t.grad_fn()) {
-    suffixes.push_back("grad_fn=<" + detail::grad_fn_name(t) + ">");
-  } else if (t.requires_grad()) {
-    suffixes.push_back("requires_grad=True");
-  }
-
-  if (t.has_names()) {
-    std::string names = "names=(";
-    const auto dimnames = t.names();
-    for (std::size_t i = 0; i < dimnames.size(); ++i) {
-      if (i > 0) names += ", ";
-      names += dimnames[i].isWildcard() ? "None" : python_repr(dimnames[i].symbol().toUnqualString());
-    }
-    if (dimnames.size() == 1) names += ',';
-    suffixes.push_back(names + ")");
-  }
-
-  std::string out = prefix + text;
-  detail::add_suffixes(out, suffixes, indent, t.is_sparse());
-  return out;
-}
-
-namespace detail {
-
-/// repr() of a 0-d CPU tensor of `type` holding `value`, with no autograd history, made
-/// without creating the tensor: "tensor(0.1234)", "tensor(nan, dtype=torch.float16)".
-inline std::string scalar_tensor_repr(double value, c10::ScalarType type) {
-  ShownData data;
-  data.kind = ShownData::Kind::floating;
-  data.re.push_back(value);
-  std::string out = "tensor(";
-  BodyWriter(data, {}, false).write(out, 7);
-  std::vector<std::string> suffixes;
-  if (type != c10::typeMetaToScalarType(c10::get_default_dtype())) suffixes.push_back("dtype=" + python_dtype_repr(type));
-  add_suffixes(out, suffixes, 7, false);
-  return out;
-}
-
-}  // namespace detail
-
-namespace detail {
-
-/// Calls `line(std::string_view)` for each line of `text`, split at '\n' (a repr has no other
-/// line breaks, so this is str.splitlines() for it).
-template <class LineFn>
-void for_each_line(std::string_view text, LineFn&& line) {
-  for (std::size_t start = 0;;) {
-    const auto end = text.find('\n', start);
-    if (end == std::string_view::npos) {
-      line(text.substr(start));
-      return;
-    }
-    line(text.substr(start, end - start));
-    start = end + 1;
-  }
-}
-
-}  // namespace detail
-
-/// print(tensor) as lines (str.splitlines()).
-inline std::vector<std::string> python_print_lines(const torch::Tensor& tensor) {
-  std::vector<std::string> lines;
-  detail::for_each_line(python_repr(tensor), [&](std::string_view line) { lines.emplace_back(line); });
-  return lines;
-}
-
-}  // namespace tracetorch
-// ---- end tracetorch/python_repr.hpp ----
-
-namespace tracetorch::detail {
-
-inline void append_json_string(std::string& out, std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  const auto append_u = [&](std::uint32_t unit) {
-    out += "\\u";
-    for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 0xF];
-  };
-  out.reserve(out.size() + text.size() + 2);
-  out += '"';
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    // Printable ASCII other than '"' and '\\' is copied as is, a whole run at a time: traces
-    // are mostly that, and appending byte by byte dominated the JSON writing.
-    std::size_t plain = i;
-    while (plain < text.size()) {
-      const auto byte = static_cast<unsigned char>(text[plain]);
-      if (byte < 0x20 || byte >= 0x7F || byte == '"' || byte == '\\') break;
-      ++plain;
-    }
-    if (plain != i) {
-      out.append(text.data() + i, plain - i);
-      i = plain;
-      if (i == text.size()) break;
-    }
-    const auto c = static_cast<unsigned char>(text[i]);
-    switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
-    }
-    if (c >= 0x20 && c < 0x7F) {
-      out += static_cast<char>(c);
-      continue;
-    }
-    if (c < 0x80) {  // other control characters and DEL
-      append_u(c);
-      continue;
-    }
-    // Decode one UTF-8 sequence; a malformed byte is escaped as U+FFFD rather than dropped.
-    std::uint32_t code = 0xFFFD;
-    std::size_t extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-    if (extra != 0) {
-      std::uint32_t value = c & (0x3F >> extra);
-      bool ok = true;
-      for (std::size_t k = 1; k <= extra; ++k) {
-        if (i + k >= text.size()) { ok = false; break; }
-        const auto next = static_cast<unsigned char>(text[i + k]);
-        if ((next & 0xC0) != 0x80) { ok = false; break; }
-        value = (value << 6) | (next & 0x3F);
-      }
-      if (ok) {
-        code = value;
-        i += extra;
-      }
-    }
-    if (code >= 0x10000) {
-      code -= 0x10000;
-      append_u(0xD800 + (code >> 10));
-      append_u(0xDC00 + (code & 0x3FF));
-    } else {
-      append_u(code);
-    }
-  }
-  out += '"';
-}
-
-inline void append_python_json(std::string& out, const boost::json::value& value, int depth, bool strip_values);
-
-/// An object as `json.dump(indent=2)` writes it. Its own overload, so that writing a
-/// boost::json::object does not first copy it into a boost::json::value.
-inline void append_python_json(std::string& out, const boost::json::object& object, int depth, bool strip_values) {
-  bool first = true;
-  for (const auto& entry : object) {
-    if (strip_values && entry.key() == "value") continue;
-    out += first ? "{" : ",";
-    first = false;
-    out += '\n';
-    out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
-    append_json_string(out, entry.key());
-    out += ": ";
-    append_python_json(out, entry.value(), depth + 1, strip_values);
-  }
-  if (first) {
-    out += "{}";
-  } else {
-    out += '\n';
-    out.append(static_cast<std::size_t>(depth) * 2, ' ');
-    out += '}';
-  }
-}
-
-/// Writes `value` as `json.dump(value, indent=2)` would; when `strip_values`, every object key
-/// "value" is left out (the _SUMMARY.json view).
-inline void append_python_json(std::string& out, const boost::json::value& value, int depth, bool strip_values) {
-  const auto newline = [&](int level) {
-    out += '\n';
-    out.append(static_cast<std::size_t>(level) * 2, ' ');
-  };
-  switch (value.kind()) {
-    case boost::json::kind::null: out += "null"; break;
-    case boost::json::kind::bool_: out += value.get_bool() ? "true" : "false"; break;
-    case boost::json::kind::int64: out += std::to_string(value.get_int64()); break;
-    case boost::json::kind::uint64: out += std::to_string(value.get_uint64()); break;
-    case boost::json::kind::double_: out += python_repr(value.get_double()); break;
-    case boost::json::kind::string: append_json_string(out, value.get_string()); break;
-    case boost::json::kind::array: {
-      const auto& array = value.get_array();
-      if (array.empty()) {
-        out += "[]";
-        break;
-      }
-      out += '[';
-      bool first = true;
-      for (const auto& element : array) {
-        if (!first) out += ',';
-        first = false;
-        newline(depth + 1);
-        append_python_json(out, element, depth + 1, strip_values);
-      }
-      newline(depth);
-      out += ']';
-      break;
-    }
-    case boost::json::kind::object: append_python_json(out, value.get_object(), depth, strip_values); break;
-  }
-}
-
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/python_json.hpp ----
-// ---- begin tracetorch/detail/repeated_tensors.hpp ----
-// Recognising a tensor that one forward records again unchanged: the output of one module is
-// the input of the next (and of q_proj, k_proj and v_proj at once), so about half of a Llama's
-// records repeat an earlier one. The debugger encodes such a tensor once.
+// ---- end tracetorch/detail/repr/string_repr.hpp ----
+// ---- begin tracetorch/detail/repr/torch_names.hpp ----
+/// \file
+/// How Python spells torch's small values: str(dtype), str(shape), str(tuple(shape)), layouts
+/// and grad_fn names, for the tensor repr and for the trace fields that show them.
 
 #include <torch/torch.h>
 
+#include <cstddef>
+#include <string>
+
+namespace tracetorch::detail {
+
+/// str(dtype): "torch.float32", "torch.int64", "torch.bool", "torch.bfloat16", ...
+inline std::string dtype_repr(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Byte: return "torch.uint8";
+    case c10::ScalarType::Char: return "torch.int8";
+    case c10::ScalarType::Short: return "torch.int16";
+    case c10::ScalarType::Int: return "torch.int32";
+    case c10::ScalarType::Long: return "torch.int64";
+    case c10::ScalarType::Half: return "torch.float16";
+    case c10::ScalarType::Float: return "torch.float32";
+    case c10::ScalarType::Double: return "torch.float64";
+    case c10::ScalarType::ComplexHalf: return "torch.complex32";
+    case c10::ScalarType::ComplexFloat: return "torch.complex64";
+    case c10::ScalarType::ComplexDouble: return "torch.complex128";
+    case c10::ScalarType::Bool: return "torch.bool";
+    case c10::ScalarType::QInt8: return "torch.qint8";
+    case c10::ScalarType::QUInt8: return "torch.quint8";
+    case c10::ScalarType::QInt32: return "torch.qint32";
+    case c10::ScalarType::BFloat16: return "torch.bfloat16";
+    case c10::ScalarType::QUInt4x2: return "torch.quint4x2";
+    case c10::ScalarType::QUInt2x4: return "torch.quint2x4";
+    default: return std::string("torch.") + c10::toString(type);
+  }
+}
+
+/// str(tensor.shape): "torch.Size([2, 7, 64])", "torch.Size([])".
+inline std::string shape_repr(c10::IntArrayRef sizes) {
+  std::string out = "torch.Size([";
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(sizes[i]);
+  }
+  out += "])";
+  return out;
+}
+
+/// str(tuple(shape)): "(2, 3)", "(5,)", "()".
+inline std::string python_tuple_repr(c10::IntArrayRef sizes) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(sizes[i]);
+  }
+  if (sizes.size() == 1) out += ',';
+  out += ')';
+  return out;
+}
+
+inline std::string layout_repr(c10::Layout layout) {
+  switch (layout) {
+    case c10::kStrided: return "torch.strided";
+    case c10::kSparse: return "torch.sparse_coo";
+    case c10::kSparseCsr: return "torch.sparse_csr";
+    case c10::kSparseCsc: return "torch.sparse_csc";
+    case c10::kSparseBsr: return "torch.sparse_bsr";
+    case c10::kSparseBsc: return "torch.sparse_bsc";
+    case c10::kMkldnn: return "torch._mkldnn";
+    default: return "torch.layout";
+  }
+}
+
+/// The grad_fn name Python shows: the node's class name without its C++ namespace.
+inline std::string grad_fn_name(const torch::Tensor& t) {
+  std::string name = t.grad_fn()->name();
+  const auto colons = name.rfind("::");
+  if (colons != std::string::npos) name.erase(0, colons + 2);
+  return name;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/torch_names.hpp ----
+
+namespace tracetorch::detail {
+
+/// Turns one tensor into its JSON record; `prefix` is the file stem transformers would use.
+class TensorEncoder {
+ public:
+  /// The record of `tensor`, its values in `storage`.
+  virtual boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix, boost::json::storage_ptr storage) = 0;
+
+ protected:
+  ~TensorEncoder() = default;
+};
+
+/// Sets `slot` to the JSON string `text`, in the slot's own storage.
+inline void set_text(boost::json::value& slot, std::string_view text) {
+  slot.emplace_string().assign(text.data(), text.size());
+}
+
+/// Builds the JSON of a call's inputs or outputs: leaves as their Python repr, tensors through
+/// the encoder, each named by its place in the call (`<prefix>_args_0`, `<prefix>_kwargs_<name>`,
+/// then `_<index>` or `_<key>` per level).
+class TraceJsonBuilder final : public ArgumentVisitor {
+ public:
+  /// The values it builds are in `storage`.
+  TraceJsonBuilder(std::string prefix, TensorEncoder& encoder, boost::json::storage_ptr storage)
+      : prefix_(std::move(prefix)),
+        base_size_(prefix_.size()),
+        encoder_(encoder),
+        root_(storage),
+        positional_(storage),
+        keywords_(storage) {}
+
+  /// The one value visited (a call's result).
+  boost::json::value take_value() { return std::move(root_); }
+  /// `{"args": [...], "kwargs": {...}}`, empty parts dropped unless `keep_empty`.
+  boost::json::object take_arguments(bool keep_empty) {
+    boost::json::object out(root_.storage());
+    if (keep_empty || !positional_.empty()) out[trace_format::kArgs] = std::move(positional_);
+    if (keep_empty || !keywords_.empty()) out[trace_format::kKwargs] = std::move(keywords_);
+    return out;
+  }
+
+  void none() override { place("None"); }
+  void boolean(bool value) override { place(value ? "True" : "False"); }
+  void integer(std::int64_t value) override { place(std::to_string(value)); }
+  void floating(double value) override { place(python_float_repr(value)); }
+  void string(std::string_view value) override { place(python_string_repr(value)); }
+  void dtype(c10::ScalarType value) override { place(dtype_repr(value)); }
+  void tensor(const torch::Tensor& value) override {
+    *next_ = encoder_.encode(value, prefix_, next_->storage());
+    next_ = nullptr;
+  }
+  void repr(std::string_view python_repr) override { place(python_repr); }
+  void begin_sequence() override { open(boost::json::kind::array); }
+  void begin_mapping() override { open(boost::json::kind::object); }
+  void element(std::size_t index) override {
+    name_next(std::to_string(index));
+    next_ = &open_.back().container->as_array().emplace_back(nullptr);
+  }
+  void entry(std::string_view key) override {
+    name_next(key);
+    next_ = &open_.back().container->as_object()[key];
+  }
+  void end() override { open_.pop_back(); }
+  void positional(std::size_t index) override {
+    name_argument(trace_format::kArgsStem, std::to_string(index));
+    next_ = &positional_.emplace_back(nullptr);
+  }
+  void keyword(std::string_view name) override {
+    name_argument(trace_format::kKwargsStem, name);
+    next_ = &keywords_[name];
+  }
+
+ private:
+  // An open container and the length of the prefix that names it. The pointers stay valid:
+  // a container's parent gets no new value until the container is closed.
+  struct Open {
+    boost::json::value* container;
+    std::size_t prefix_size;
+  };
+
+  void name_argument(std::string_view kind, std::string_view name) {
+    prefix_.resize(base_size_);
+    prefix_ += kind;
+    prefix_ += name;
+  }
+  void name_next(std::string_view suffix) {
+    prefix_.resize(open_.back().prefix_size);
+    prefix_ += trace_format::kStemSeparator;
+    prefix_ += suffix;
+  }
+  void place(std::string_view text) {
+    set_text(*next_, text);
+    next_ = nullptr;
+  }
+  void open(boost::json::kind kind) {
+    if (kind == boost::json::kind::array) {
+      next_->emplace_array();
+    } else {
+      next_->emplace_object();
+    }
+    open_.push_back({next_, prefix_.size()});
+    next_ = nullptr;
+  }
+
+  std::string prefix_;
+  std::size_t base_size_;
+  TensorEncoder& encoder_;
+  boost::json::value root_;
+  boost::json::array positional_;
+  boost::json::object keywords_;
+  boost::json::value* next_ = &root_;
+  std::vector<Open> open_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/debugger/call_json.hpp ----
+// ---- begin tracetorch/detail/debugger/repeated_tensors.hpp ----
+/// \file
+/// Recognising a tensor that one forward records again unchanged (one module's output is the
+/// next one's input), and the records of the tensors seen so far, so that each is encoded once.
+
+#include <torch/torch.h>
+
+#include <boost/json.hpp>
+
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <memory_resource>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 
 namespace tracetorch::detail {
 
@@ -5274,13 +5397,1058 @@ inline std::optional<TensorFingerprint> fingerprint(const torch::Tensor& tensor)
   return result;
 }
 
+/// A tensor one forward has encoded, for DebuggerOptions::reuse_repeated_tensors.
+struct EncodedTensor {
+  TensorFingerprint fingerprint;
+  boost::json::object record;  // use_repr=true: "value" is null, the lines are in `printed`
+  std::pmr::string printed;
+  std::size_t file_index;  // use_repr=false: its file among the forward's staged files
+};
+
+/// The tensors one forward has encoded, by the address of their storage. Lives in the forward's
+/// memory (forward_memory.hpp) and ends with the forward.
+class EncodedTensors {
+ public:
+  explicit EncodedTensors(std::pmr::memory_resource* memory) : by_storage_(memory) {}
+
+  /// The earlier record of the tensor `identity` fingerprints, or null.
+  const EncodedTensor* find(const TensorFingerprint& identity) const {
+    const auto [begin, end] = by_storage_.equal_range(identity.address());
+    for (auto it = begin; it != end; ++it) {
+      if (it->second.fingerprint.same_as(identity)) return &it->second;
+    }
+    return nullptr;
+  }
+
+  /// Keeps `record`, of the tensor `identity` fingerprints, with its print or its file.
+  void add(TensorFingerprint identity, boost::json::object record, std::string_view printed, std::size_t file_index) {
+    const c10::StorageImpl* address = identity.address();  // before the move below
+    std::pmr::string kept_print(printed, by_storage_.get_allocator().resource());
+    by_storage_.emplace(address, EncodedTensor{std::move(identity), std::move(record), std::move(kept_print), file_index});
+  }
+
+  /// Forgets the tensors whose file is the `count`th staged file or a later one (removed).
+  void forget_files_from(std::size_t count) {
+    std::erase_if(by_storage_, [&](const auto& entry) { return entry.second.file_index >= count; });
+  }
+
+ private:
+  std::pmr::unordered_multimap<const c10::StorageImpl*, EncodedTensor> by_storage_;
+};
+
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/repeated_tensors.hpp ----
-// ---- begin tracetorch/detail/spare_files.hpp ----
-// The files a trace replaced, kept so that the next trace into the same directory writes over
-// them (DebuggerOptions::reuse_previous_files). On a VM that hands the memory of deleted files
-// back to its host, a trace written into new files paid for every page twice (the host's fault,
-// then the copy): 460-690 MB/s against 10-14 GB/s written over pages the file cache still held.
+// ---- end tracetorch/detail/debugger/repeated_tensors.hpp ----
+// ---- begin tracetorch/detail/debugger/tensor_stats.hpp ----
+/// \file
+/// The statistics of a float tensor's record (mean, std, min, max) as transformers' debugger
+/// prints them, with fast paths for contiguous float32 CPU tensors that print the same.
+
+#include <torch/torch.h>
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>  // min_max
+#endif
+
+// ---- begin tracetorch/detail/repr/tensor_repr.hpp ----
+/// \file
+/// repr(tensor) as torch/_tensor_str.py assembles it around the body: the per-layout parts
+/// (sparse, compressed, quantized, meta, empty, dense) and the suffixes after them.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// ---- begin tracetorch/detail/repr/body_layout.hpp ----
+/// \file
+/// The layout of a tensor's shown elements as torch's _tensor_str_with_formatter writes it:
+/// brackets, commas, line breaks at the line width, "..." where summarised. No LibTorch.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+// ---- begin tracetorch/detail/repr/element_format.hpp ----
+/// \file
+/// torch's _Formatter (torch/_tensor_str.py) for the shown elements of a tensor, widened to
+/// double or int64: the choice of int, fixed or sci mode and the common width. No LibTorch.
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+// ---- begin tracetorch/detail/repr/number_format.hpp ----
+/// \file
+/// Python's `format(v, '.Nf')` and `format(v, '.Ne')` for doubles, digit for digit, without
+/// LibTorch: the number formatting under every printed tensor element.
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <system_error>
+
+namespace tracetorch::detail {
+
+// Large enough for '{:.4f}' of the largest double (309 integer digits).
+inline constexpr std::size_t kFloatBuffer = 400;
+
+/// Writes `digits` decimal digits of `value` (zero-padded on the left), returns the end.
+inline char* append_digits(char* out, std::uint64_t value, int digits) {
+  for (int i = digits - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  return out + digits;
+}
+
+/// `value` (non-negative, below 2^53) rounded to an integer, half to even, whatever the
+/// floating-point rounding mode: floor is exact and so is the subtraction (Sterbenz).
+inline std::uint64_t round_half_even(double value) {
+  const double whole = std::floor(value);
+  const double fraction = value - whole;
+  auto rounded = static_cast<std::uint64_t>(whole);
+  if (fraction > 0.5 || (fraction == 0.5 && rounded % 2 == 1)) ++rounded;
+  return rounded;
+}
+
+inline int decimal_digit_count(std::uint64_t value) {
+  int digits = 1;
+  while (value >= 10) {
+    value /= 10;
+    ++digits;
+  }
+  return digits;
+}
+
+inline constexpr double kExactPow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12};
+
+/// format_float_exactly's '{:.Nf}' of `magnitude` after the sign at `out`; nullptr where it
+/// does not apply.
+inline char* format_fixed_exactly(char* out, double magnitude, int precision) {
+  const double scaled = magnitude * kExactPow10[precision];
+  if (!(scaled < 1e15)) return nullptr;
+  const std::uint64_t units = round_half_even(scaled);
+  const auto one = static_cast<std::uint64_t>(kExactPow10[precision]);
+  const std::uint64_t whole = units / one;
+  out = append_digits(out, whole, decimal_digit_count(whole));
+  if (precision > 0) {
+    *out++ = '.';
+    out = append_digits(out, units % one, precision);
+  }
+  return out;
+}
+
+/// format_float_exactly's '{:.Ne}' of `magnitude` after the sign at `out`; nullptr where it
+/// does not apply. d.ddd x 10^exponent: the mantissa digits are
+/// round(|v| * 10^(precision - exponent)).
+inline char* format_sci_exactly(char* out, double magnitude, int precision) {
+  constexpr int kMaxScale = 12;
+  if (magnitude == 0) return nullptr;  // "0.0000e+00": rare, left to to_chars
+  // A first guess from a table (no log10); the loop below corrects it by one either way.
+  static constexpr double kDecades[] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5};
+  if (magnitude < kDecades[0] || magnitude >= kDecades[13]) return nullptr;
+  int exponent = -8;
+  while (magnitude >= kDecades[exponent + 9]) ++exponent;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int scale = precision - exponent;
+    if (scale < 0 || scale > kMaxScale) return nullptr;
+    const std::uint64_t mantissa = round_half_even(magnitude * kExactPow10[scale]);
+    if (mantissa >= static_cast<std::uint64_t>(kExactPow10[precision + 1])) {
+      ++exponent;  // the guess was low, or rounding carried into a new digit (9.99995 -> 1.0000e+01)
+    } else if (mantissa < static_cast<std::uint64_t>(kExactPow10[precision])) {
+      --exponent;  // the guess was high
+    } else {
+      const auto lead = static_cast<std::uint64_t>(kExactPow10[precision]);
+      *out++ = static_cast<char>('0' + mantissa / lead);
+      if (precision > 0) {
+        *out++ = '.';
+        out = append_digits(out, mantissa % lead, precision);
+      }
+      *out++ = 'e';
+      *out++ = exponent < 0 ? '-' : '+';
+      const auto exponent_magnitude = static_cast<std::uint64_t>(exponent < 0 ? -exponent : exponent);
+      return append_digits(out, exponent_magnitude, std::max(2, decimal_digit_count(exponent_magnitude)));
+    }
+  }
+  return nullptr;
+}
+
+/// The fast path of format_python_float, for the values print shows most: those a float32
+/// holds (float32, float16 and bfloat16 tensors). Such a value times 10^k (k <= 12) is exact
+/// in a double (24 + 28 significant bits), so rounding that product to an integer, half to
+/// even, rounds the decimal expansion exactly as Python does, without std::to_chars's general
+/// algorithm (see docs/performance.md). Returns 0 where it does not apply (doubles, huge or
+/// tiny values).
+inline std::size_t format_float_exactly(char* buf, double v, bool sci, int precision) {
+  if (precision < 0 || precision > 8 || !std::isfinite(v) || static_cast<double>(static_cast<float>(v)) != v) return 0;
+  const double magnitude = std::fabs(v);
+  char* out = buf;
+  if (std::signbit(v)) *out++ = '-';
+  out = sci ? format_sci_exactly(out, magnitude, precision) : format_fixed_exactly(out, magnitude, precision);
+  return out == nullptr ? 0 : static_cast<std::size_t>(out - buf);
+}
+
+/// Python's `format(v, '.{precision}e')` (sci) or `format(v, '.{precision}f')`. Both sides
+/// round the exact binary value correctly (half-even), so std::to_chars with a precision
+/// matches Python digit for digit; only the non-finite spellings differ (Python never signs
+/// a NaN).
+inline std::size_t format_python_float(char* buf, double v, bool sci, int precision) {
+  if (std::isnan(v)) {
+    std::memcpy(buf, "nan", 3);
+    return 3;
+  }
+  if (std::isinf(v)) {
+    if (v < 0) {
+      std::memcpy(buf, "-inf", 4);
+      return 4;
+    }
+    std::memcpy(buf, "inf", 3);
+    return 3;
+  }
+  if (const std::size_t len = format_float_exactly(buf, v, sci, precision)) return len;
+  const auto fmt = sci ? std::chars_format::scientific : std::chars_format::fixed;
+  const auto result = std::to_chars(buf, buf + kFloatBuffer, v, fmt, precision);
+  return static_cast<std::size_t>(result.ptr - buf);
+}
+
+inline void append_padded(std::string& out, const char* text, std::size_t len, std::size_t width) {
+  if (len < width) out.append(width - len, ' ');
+  out.append(text, len);
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/number_format.hpp ----
+// ---- begin tracetorch/detail/repr/print_options.hpp ----
+/// \file
+/// The print options every tensor repr of tracetorch uses: torch's defaults except sci_mode
+/// and linewidth, i.e. `torch.set_printoptions(sci_mode=True, linewidth=120)`.
+
+#include <cstdint>
+
+namespace tracetorch::detail {
+
+inline constexpr int kPrintPrecision = 4;
+inline constexpr std::int64_t kPrintThreshold = 1000;
+inline constexpr std::int64_t kPrintEdgeItems = 3;
+inline constexpr std::int64_t kPrintLineWidth = 120;
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/print_options.hpp ----
+
+namespace tracetorch::detail {
+
+/// The nonzero finite values of a float tensor, as _Formatter looks at them: per sign, the
+/// smallest and largest magnitude, and whether every value is integral.
+struct FloatExtremes {
+  double pos[2] = {0, 0}, neg[2] = {0, 0};  // [0] smallest, [1] largest magnitude
+  bool any_pos = false, any_neg = false;
+  bool all_integral = true;
+
+  FloatExtremes(const double* values, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const double v = values[i];
+      if (!std::isfinite(v) || v == 0) continue;
+      if (v > 0) {
+        if (!any_pos || v < pos[0]) pos[0] = v;
+        if (!any_pos || v > pos[1]) pos[1] = v;
+        any_pos = true;
+      } else {
+        if (!any_neg || v > neg[0]) neg[0] = v;
+        if (!any_neg || v < neg[1]) neg[1] = v;
+        any_neg = true;
+      }
+      if (all_integral && v != std::ceil(v)) all_integral = false;
+    }
+  }
+};
+
+/// torch's _Formatter for a floating dtype, built over the (summarised) values as doubles.
+class FloatFormatter {
+ public:
+  FloatFormatter(const double* values, std::size_t count) {
+    const FloatExtremes extremes(values, count);
+    int_mode_ = extremes.all_integral;
+    // No nonzero finite value: torch returns before the print option forces sci_mode, so
+    // zeros and non-finites print in int mode ("0.", "nan", "-inf") at width 1.
+    if (!extremes.any_pos && !extremes.any_neg) return;
+    measure(extremes);
+    // sci_mode=True from set_printoptions overrides the data's choice, but the width stays the
+    // one measured above: sci strings are then wider than max_width and go unpadded.
+    sci_mode_ = true;
+  }
+
+  std::size_t width() const { return max_width_; }
+
+  void append(std::string& out, double v) const {
+    char buf[kFloatBuffer + 1];
+    std::size_t len;
+    if (sci_mode_) {
+      len = format_python_float(buf, v, true, kPrintPrecision);
+    } else if (int_mode_) {
+      len = format_python_float(buf, v, false, 0);
+      if (std::isfinite(v)) buf[len++] = '.';
+    } else {
+      len = format_python_float(buf, v, false, kPrintPrecision);
+    }
+    append_padded(out, buf, len, max_width_);
+  }
+
+ private:
+  /// The width _Formatter computes, in the mode the data would choose.
+  void measure(const FloatExtremes& e) {
+    const double min_abs = std::min(e.any_pos ? e.pos[0] : HUGE_VAL, e.any_neg ? -e.neg[0] : HUGE_VAL);
+    const double max_abs = std::max(e.any_pos ? e.pos[1] : 0.0, e.any_neg ? -e.neg[1] : 0.0);
+    const bool wide = max_abs / min_abs > 1000.0 || max_abs > 1.0e8;
+    bool sci = false;
+    int precision = kPrintPrecision;
+    std::size_t extra = 0;
+    if (int_mode_) {
+      sci = wide;
+      if (!sci) {
+        precision = 0;
+        extra = 1;  // the '.' int mode appends
+      }
+    } else {
+      sci = wide || min_abs < 1.0e-4;
+    }
+    // torch takes the longest text over all values. For one sign, the length of '{:.Nf}' grows
+    // with |v| and that of '{:.Ne}' only changes with the exponent's digit count, largest at
+    // the extremes of |v|; so the per-sign extremes give the same maximum.
+    char buf[kFloatBuffer];
+    const auto measure_one = [&](double v) {
+      max_width_ = std::max(max_width_, format_python_float(buf, v, sci, precision) + extra);
+    };
+    if (e.any_pos) {
+      measure_one(e.pos[0]);
+      measure_one(e.pos[1]);
+    }
+    if (e.any_neg) {
+      measure_one(e.neg[0]);
+      measure_one(e.neg[1]);
+    }
+  }
+
+  bool int_mode_ = true;
+  bool sci_mode_ = false;
+  std::size_t max_width_ = 1;
+};
+
+/// torch's _Formatter for integer and bool dtypes: '{}'.format(value), right-aligned.
+class IntFormatter {
+ public:
+  IntFormatter(const std::int64_t* values, std::size_t count, bool is_bool) : is_bool_(is_bool) {
+    char buf[24];
+    for (std::size_t i = 0; i < count; ++i) max_width_ = std::max(max_width_, text(buf, values[i]));
+  }
+
+  std::size_t width() const { return max_width_; }
+
+  void append(std::string& out, std::int64_t v) const {
+    char buf[24];
+    const std::size_t len = text(buf, v);
+    append_padded(out, buf, len, max_width_);
+  }
+
+ private:
+  std::size_t text(char* buf, std::int64_t v) const {
+    if (is_bool_) {
+      const char* s = v != 0 ? "True" : "False";
+      const std::size_t len = v != 0 ? 4 : 5;
+      std::memcpy(buf, s, len);
+      return len;
+    }
+    return static_cast<std::size_t>(std::to_chars(buf, buf + 24, v).ptr - buf);
+  }
+
+  bool is_bool_;
+  std::size_t max_width_ = 1;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/element_format.hpp ----
+
+namespace tracetorch::detail {
+
+/// The shown elements of a tensor in row-major order, widened to double / int64.
+struct ShownData {
+  enum class Kind { floating, complex, integer, boolean };
+  Kind kind = Kind::floating;
+  std::vector<double> re, im;      // floating and complex
+  std::vector<std::int64_t> ints;  // integer and bool
+};
+
+/// Lays out the shown elements as _tensor_str_with_formatter does. Elements are written in
+/// row-major order straight into `out`; `next_` walks the shown data.
+class BodyWriter {
+ public:
+  BodyWriter(const ShownData& data, std::span<const std::int64_t> sizes, bool summarize)
+      : data_(data), sizes_(sizes), summarize_(summarize) {
+    switch (data.kind) {
+      case ShownData::Kind::floating: re_.emplace(data.re.data(), data.re.size()); break;
+      case ShownData::Kind::complex:
+        re_.emplace(data.re.data(), data.re.size());
+        im_.emplace(data.im.data(), data.im.size());
+        break;
+      case ShownData::Kind::integer:
+      case ShownData::Kind::boolean:
+        int_.emplace(data.ints.data(), data.ints.size(), data.kind == ShownData::Kind::boolean);
+        break;
+    }
+  }
+
+  void write(std::string& out, std::int64_t indent) {
+    next_ = 0;
+    if (sizes_.empty()) {
+      element(out);
+      return;
+    }
+    tensor(out, 0, indent);
+  }
+
+ private:
+  std::size_t element_length() const {
+    if (int_) return int_->width() + 2;
+    std::size_t length = re_->width() + 2;
+    if (im_) length += im_->width() + 1;  // the imaginary part and its 'j'
+    return length;
+  }
+
+  void element(std::string& out) {
+    const std::size_t i = next_++;
+    if (int_) {
+      int_->append(out, data_.ints[i]);
+      return;
+    }
+    re_->append(out, data_.re[i]);
+    if (!im_) return;
+    // imag_str = (format(imag) + "j").lstrip(); a '+' joins it unless it carries a sign.
+    const std::size_t start = out.size();
+    im_->append(out, data_.im[i]);
+    std::size_t first = start;
+    while (first < out.size() && out[first] == ' ') ++first;
+    out.erase(start, first - start);
+    if (out[start] != '-' && out[start] != '+') out.insert(out.begin() + static_cast<std::ptrdiff_t>(start), '+');
+    out += 'j';
+  }
+
+  bool ellipsis(std::size_t d) const { return summarize_ && sizes_[d] > 2 * kPrintEdgeItems; }
+
+  /// The items of dimension d as printed: its shown indices, and "..." between them when
+  /// summarised.
+  std::size_t items(std::size_t d) const {
+    return ellipsis(d) ? static_cast<std::size_t>(2 * kPrintEdgeItems + 1) : static_cast<std::size_t>(sizes_[d]);
+  }
+
+  bool is_dots(std::size_t d, std::size_t item) const {
+    return item == static_cast<std::size_t>(kPrintEdgeItems) && ellipsis(d);
+  }
+
+  void tensor(std::string& out, std::size_t d, std::int64_t indent) {
+    const std::size_t dims = sizes_.size();
+    if (d + 1 == dims) {
+      vector(out, d, indent);
+      return;
+    }
+    out += '[';
+    for (std::size_t item = 0, count = items(d); item < count; ++item) {
+      if (item > 0) {
+        out += ',';
+        out.append(dims - d - 1, '\n');
+        out.append(static_cast<std::size_t>(indent + 1), ' ');
+      }
+      if (is_dots(d, item)) {
+        out += "...";
+        continue;
+      }
+      tensor(out, d + 1, indent + 1);
+    }
+    out += ']';
+  }
+
+  void vector(std::string& out, std::size_t d, std::int64_t indent) {
+    const auto room = kPrintLineWidth - indent;
+    const auto length = static_cast<std::int64_t>(element_length());
+    const std::size_t per_line = room > 0 ? static_cast<std::size_t>(std::max<std::int64_t>(1, room / length)) : 1;
+    out += '[';
+    for (std::size_t item = 0, count = items(d); item < count; ++item) {
+      if (item > 0) {
+        if (item % per_line == 0) {
+          out += ",\n";
+          out.append(static_cast<std::size_t>(indent + 1), ' ');
+        } else {
+          out += ", ";
+        }
+      }
+      if (is_dots(d, item)) {
+        out += " ...";
+        continue;
+      }
+      element(out);
+    }
+    out += ']';
+  }
+
+  const ShownData& data_;
+  std::span<const std::int64_t> sizes_;
+  bool summarize_;
+  std::optional<FloatFormatter> re_, im_;
+  std::optional<IntFormatter> int_;
+  std::size_t next_ = 0;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/body_layout.hpp ----
+// ---- begin tracetorch/detail/repr/tensor_body.hpp ----
+/// \file
+/// The bracketed body of a tensor's repr (torch's _tensor_str): which elements print shows and
+/// reading just those from any device, layout or dtype; the layout is body_layout.hpp's.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+
+namespace tracetorch::detail {
+
+/// Per dimension, the indices print shows: first and last edgeitems when summarising a
+/// dimension longer than 2 * edgeitems (as get_summarized_data keeps), else all.
+inline std::vector<std::vector<std::int64_t>> shown_indices(c10::IntArrayRef sizes, bool summarize) {
+  std::vector<std::vector<std::int64_t>> keep(sizes.size());
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    const std::int64_t n = sizes[d];
+    if (summarize && n > 2 * kPrintEdgeItems) {
+      for (std::int64_t i = 0; i < kPrintEdgeItems; ++i) keep[d].push_back(i);
+      for (std::int64_t i = n - kPrintEdgeItems; i < n; ++i) keep[d].push_back(i);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) keep[d].push_back(i);
+    }
+  }
+  return keep;
+}
+
+/// Calls sink(element) for every kept element of a CPU strided tensor, row-major, reading
+/// through the strides so views need no copy.
+template <class T, class Sink>
+void for_each_shown(const torch::Tensor& t, const std::vector<std::vector<std::int64_t>>& keep, Sink&& sink) {
+  const T* base = t.data_ptr<T>();
+  const auto dims = static_cast<std::size_t>(t.dim());
+  if (dims == 0) {
+    sink(base[0]);
+    return;
+  }
+  const auto strides = t.strides();
+  std::vector<std::vector<std::int64_t>> offsets(dims);
+  for (std::size_t d = 0; d < dims; ++d)
+    for (const auto i : keep[d]) offsets[d].push_back(i * strides[d]);
+  const auto& inner = offsets[dims - 1];
+  std::vector<std::size_t> pos(dims, 0);
+  for (;;) {
+    std::int64_t outer = 0;
+    for (std::size_t d = 0; d + 1 < dims; ++d) outer += offsets[d][pos[d]];
+    for (const auto off : inner) sink(base[outer + off]);
+    std::size_t d = dims - 1;
+    for (;;) {
+      if (d == 0) return;
+      --d;
+      if (++pos[d] < offsets[d].size()) break;
+      pos[d] = 0;
+    }
+  }
+}
+
+/// Reads the complex elements of `t` into data.re / data.im, `sign` and `imag_sign` applied.
+inline void read_shown_complex(const torch::Tensor& t, const std::vector<std::vector<std::int64_t>>& keep,
+                               double sign, double imag_sign, ShownData& data) {
+  const auto put_complex = [&](auto v) {
+    data.re.push_back(sign * static_cast<double>(static_cast<float>(v.real())));
+    data.im.push_back(sign * imag_sign * static_cast<double>(static_cast<float>(v.imag())));
+  };
+  if (t.scalar_type() == torch::kComplexFloat) {
+    for_each_shown<c10::complex<float>>(t, keep, put_complex);
+  } else if (t.scalar_type() == torch::kComplexHalf) {
+    for_each_shown<c10::complex<c10::Half>>(t, keep, put_complex);
+  } else {
+    for_each_shown<c10::complex<double>>(t, keep, [&](c10::complex<double> v) {
+      data.re.push_back(sign * v.real());
+      data.im.push_back(sign * imag_sign * v.imag());
+    });
+  }
+}
+
+/// Reads the shown elements of `t` (CPU, strided, non-empty). The negative and conjugate
+/// bits are applied while reading, as resolve_neg()/resolve_conj() would.
+inline ShownData read_shown(const torch::Tensor& t, const std::vector<std::vector<std::int64_t>>& keep) {
+  ShownData data;
+  std::size_t count = 1;
+  for (const auto& k : keep) count *= k.size();
+  const double sign = t.is_neg() ? -1.0 : 1.0;
+  const double imag_sign = t.is_conj() ? -1.0 : 1.0;
+  if (!t.is_floating_point() && !t.is_complex()) data.ints.reserve(count);
+  const auto real = [&] {
+    data.kind = ShownData::Kind::floating;
+    data.re.reserve(count);
+  };
+  const auto put_float = [&](auto v) { data.re.push_back(sign * static_cast<double>(static_cast<float>(v))); };
+  const auto put_double = [&](double v) { data.re.push_back(sign * v); };
+  const auto put_int = [&](auto v) {
+    const auto i = static_cast<std::int64_t>(v);
+    data.ints.push_back(sign < 0 ? -i : i);
+  };
+  switch (t.scalar_type()) {
+    case torch::kFloat: real(); for_each_shown<float>(t, keep, put_float); break;
+    case torch::kHalf: real(); for_each_shown<c10::Half>(t, keep, put_float); break;
+    case torch::kBFloat16: real(); for_each_shown<c10::BFloat16>(t, keep, put_float); break;
+    case torch::kDouble: real(); for_each_shown<double>(t, keep, put_double); break;
+    case torch::kComplexFloat:
+    case torch::kComplexHalf:
+    case torch::kComplexDouble:
+      data.kind = ShownData::Kind::complex;
+      data.re.reserve(count);
+      data.im.reserve(count);
+      read_shown_complex(t, keep, sign, imag_sign, data);
+      break;
+    case torch::kBool:
+      data.kind = ShownData::Kind::boolean;
+      data.ints.reserve(count);
+      for_each_shown<bool>(t, keep, [&](bool v) { data.ints.push_back(v ? 1 : 0); });
+      break;
+    case torch::kLong: data.kind = ShownData::Kind::integer; for_each_shown<std::int64_t>(t, keep, put_int); break;
+    case torch::kInt: data.kind = ShownData::Kind::integer; for_each_shown<std::int32_t>(t, keep, put_int); break;
+    case torch::kShort: data.kind = ShownData::Kind::integer; for_each_shown<std::int16_t>(t, keep, put_int); break;
+    case torch::kChar: data.kind = ShownData::Kind::integer; for_each_shown<std::int8_t>(t, keep, put_int); break;
+    case torch::kByte: data.kind = ShownData::Kind::integer; for_each_shown<std::uint8_t>(t, keep, put_int); break;
+    default: {
+      // Anything else is printed through float64, as the dtype's values would read.
+      const auto converted = t.to(torch::kDouble);
+      real();
+      for_each_shown<double>(converted, keep, put_double);
+      break;
+    }
+  }
+  return data;
+}
+
+/// _tensor_str: the bracketed contents of a dense tensor, laid out for `indent`.
+inline std::string tensor_body(torch::Tensor t, std::int64_t indent) {
+  if (t.numel() == 0) return "[]";
+  const bool summarize = t.numel() > kPrintThreshold;
+  if (t._is_zerotensor()) t = t.clone();  // a ZeroTensor has no storage to read
+  if (t.is_quantized()) t = t.dequantize();
+  const auto sizes = t.sizes().vec();
+
+  std::vector<std::vector<std::int64_t>> keep;
+  if (t.device().is_cpu() && t.layout() == torch::kStrided) {
+    keep = shown_indices(sizes, summarize);
+  } else {
+    // Elsewhere, cut the shown part out on the device first so only it crosses to the host.
+    if (t.layout() != torch::kStrided) t = t.to_dense();
+    if (summarize) {
+      for (std::int64_t d = 0; d < t.dim(); ++d) {
+        const auto n = t.size(d);
+        if (n > 2 * kPrintEdgeItems)
+          t = torch::cat({t.narrow(d, 0, kPrintEdgeItems), t.narrow(d, n - kPrintEdgeItems, kPrintEdgeItems)}, d);
+      }
+    }
+    t = t.cpu();
+    keep = shown_indices(t.sizes(), false);
+  }
+  const ShownData data = read_shown(t, keep);
+  std::string out;
+  out.reserve(64 + (data.re.size() + data.ints.size()) * 14 + data.im.size() * 12);
+  BodyWriter(data, sizes, summarize).write(out, indent);
+  return out;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/tensor_body.hpp ----
+// ---- begin tracetorch/detail/text/lines.hpp ----
+/// \file
+/// Splitting text into lines at '\n', the one line break a repr holds.
+
+#include <cstddef>
+#include <string_view>
+
+namespace tracetorch::detail {
+
+/// Calls `line(std::string_view)` for each line of `text`, split at '\n' (a repr has no other
+/// line breaks, so this is str.splitlines() for it).
+template <class LineFn>
+void for_each_line(std::string_view text, LineFn&& line) {
+  for (std::size_t start = 0;;) {
+    const auto end = text.find('\n', start);
+    if (end == std::string_view::npos) {
+      line(text.substr(start));
+      return;
+    }
+    line(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/lines.hpp ----
+
+namespace tracetorch::detail {
+
+/// _add_suffixes: ", suffix" while the line stays within the width, else a new line.
+inline void add_suffixes(std::string& text, const std::vector<std::string>& suffixes, std::int64_t indent,
+                         bool force_newline) {
+  const auto newline = text.rfind('\n');
+  // torch's arithmetic (rfind gives -1 when there is no newline), kept for its +2 slack.
+  std::int64_t last_line_len = static_cast<std::int64_t>(text.size()) -
+                               (newline == std::string::npos ? -1 : static_cast<std::int64_t>(newline)) + 1;
+  for (const auto& suffix : suffixes) {
+    const auto suffix_len = static_cast<std::int64_t>(suffix.size());
+    if (force_newline || last_line_len + suffix_len + 2 > kPrintLineWidth) {
+      text += ",\n";
+      text.append(static_cast<std::size_t>(indent), ' ');
+      text += suffix;
+      last_line_len = indent + suffix_len;
+      force_newline = false;
+    } else {
+      text += ", ";
+      text += suffix;
+      last_line_len += suffix_len + 2;
+    }
+  }
+  text += ')';
+}
+
+/// "tensor(" is where every body starts.
+inline constexpr std::int64_t kTensorReprIndent = 7;
+
+inline std::string tensor_repr(const torch::Tensor& tensor);
+
+/// One named part of a sparse tensor: "values=tensor(<body>)", with its size when empty.
+inline std::string sparse_part(std::string_view prefix, const torch::Tensor& part) {
+  std::string out(prefix);
+  out += tensor_body(part, kTensorReprIndent + static_cast<std::int64_t>(prefix.size()));
+  if (part.numel() == 0) out += ", size=" + python_tuple_repr(part.sizes());
+  out += ')';
+  return out;
+}
+
+/// The text and suffixes of a tensor repr, between "tensor(" and the closing ')'.
+struct TensorReprParts {
+  std::string text;
+  std::vector<std::string> suffixes;
+  /// Whether the values alone imply the dtype (the default float and complex types, int64,
+  /// bool), which then goes unshown.
+  bool dtype_implied = false;
+  std::string dtype_suffix;
+
+  void dtype_unless_implied() {
+    if (!dtype_implied) suffixes.push_back(dtype_suffix);
+  }
+};
+
+inline void sparse_coo_parts(const torch::Tensor& t, TensorReprParts& parts) {
+  parts.suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
+  if (!t.is_meta()) parts.suffixes.push_back("nnz=" + std::to_string(t._nnz()));
+  parts.dtype_unless_implied();
+  const std::string pad(static_cast<std::size_t>(kTensorReprIndent), ' ');
+  parts.text = sparse_part("indices=tensor(", t._indices().detach()) + ",\n" + pad +
+               sparse_part("values=tensor(", t._values().detach());
+}
+
+inline void sparse_compressed_parts(const torch::Tensor& t, TensorReprParts& parts) {
+  parts.suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
+  parts.suffixes.push_back("nnz=" + std::to_string(t._nnz()));
+  parts.dtype_unless_implied();
+  const bool rows = t.layout() == torch::kSparseCsr || t.layout() == torch::kSparseBsr;
+  const auto compressed = (rows ? t.crow_indices() : t.ccol_indices()).detach();
+  const auto plain = (rows ? t.col_indices() : t.row_indices()).detach();
+  const std::string pad(static_cast<std::size_t>(kTensorReprIndent), ' ');
+  parts.text = sparse_part(rows ? "crow_indices=tensor(" : "ccol_indices=tensor(", compressed) + ",\n" + pad +
+               sparse_part(rows ? "col_indices=tensor(" : "row_indices=tensor(", plain) + ",\n" + pad +
+               sparse_part("values=tensor(", t.values().detach());
+}
+
+inline void quantized_parts(const torch::Tensor& t, TensorReprParts& parts) {
+  parts.suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
+  parts.dtype_unless_implied();
+  const auto scheme = t.qscheme();
+  parts.suffixes.push_back(std::string("quantization_scheme=torch.") + c10::toString(scheme));
+  if (scheme == c10::kPerTensorAffine || scheme == c10::kPerTensorSymmetric) {
+    parts.suffixes.push_back("scale=" + python_float_repr(t.q_scale()));
+    parts.suffixes.push_back("zero_point=" + std::to_string(t.q_zero_point()));
+  } else if (scheme == c10::kPerChannelAffine || scheme == c10::kPerChannelSymmetric ||
+             scheme == c10::kPerChannelAffineFloatQParams) {
+    parts.suffixes.push_back("scale=" + tensor_repr(t.q_per_channel_scales()));
+    parts.suffixes.push_back("zero_point=" + tensor_repr(t.q_per_channel_zero_points()));
+    parts.suffixes.push_back("axis=" + std::to_string(t.q_per_channel_axis()));
+  }
+  parts.text = tensor_body(t.dequantize(), kTensorReprIndent);
+}
+
+/// The body and layout-specific suffixes, as _str_intern picks them by layout.
+inline void layout_parts(const torch::Tensor& t, TensorReprParts& parts) {
+  const bool default_dtype = t.scalar_type() == c10::typeMetaToScalarType(c10::get_default_dtype());
+  if (t.is_sparse()) {
+    sparse_coo_parts(t, parts);
+  } else if (t.layout() == torch::kSparseCsr || t.layout() == torch::kSparseCsc || t.layout() == torch::kSparseBsr ||
+             t.layout() == torch::kSparseBsc) {
+    sparse_compressed_parts(t, parts);
+  } else if (t.is_quantized()) {
+    quantized_parts(t, parts);
+  } else if (t.is_meta()) {
+    parts.suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
+    if (!default_dtype) parts.suffixes.push_back(parts.dtype_suffix);
+    parts.text = "...";
+  } else if (t.numel() == 0) {
+    // Explicit shape unless (0,), and dtype even for int64/bool: nothing shows it otherwise.
+    if (t.dim() != 1) parts.suffixes.push_back("size=" + python_tuple_repr(t.sizes()));
+    if (!default_dtype) parts.suffixes.push_back(parts.dtype_suffix);
+    parts.text = "[]";
+  } else {
+    parts.dtype_unless_implied();
+    parts.text = tensor_body(t, kTensorReprIndent);
+  }
+}
+
+/// The suffixes every layout shares, after the layout's own: layout, autograd, names.
+inline void common_suffixes(const torch::Tensor& t, std::vector<std::string>& suffixes) {
+  if (t.layout() != torch::kStrided) suffixes.push_back("layout=" + layout_repr(t.layout()));
+  if (t.grad_fn()) {
+    suffixes.push_back("grad_fn=<" + grad_fn_name(t) + ">");
+  } else if (t.requires_grad()) {
+    suffixes.push_back("requires_grad=True");
+  }
+  if (!t.has_names()) return;
+  std::string names = "names=(";
+  const auto dimnames = t.names();
+  for (std::size_t i = 0; i < dimnames.size(); ++i) {
+    if (i > 0) names += ", ";
+    names += dimnames[i].isWildcard() ? "None" : python_string_repr(dimnames[i].symbol().toUnqualString());
+  }
+  if (dimnames.size() == 1) names += ',';
+  suffixes.push_back(names + ")");
+}
+
+/// repr(tensor) == str(tensor) under the trace print options; an undefined tensor is None.
+inline std::string tensor_repr(const torch::Tensor& t) {
+  if (!t.defined()) return "None";
+  c10::NoGradGuard no_grad;
+  TensorReprParts parts;
+  // Note [Print tensor device] in torch: shown whenever it is not the (CPU) default.
+  if (!t.device().is_cpu()) parts.suffixes.push_back("device='" + t.device().str() + "'");
+  const auto type = t.scalar_type();
+  const auto default_type = c10::typeMetaToScalarType(c10::get_default_dtype());
+  const auto default_complex = default_type == torch::kDouble ? torch::kComplexDouble : torch::kComplexFloat;
+  parts.dtype_implied =
+      type == default_type || type == default_complex || type == torch::kLong || type == torch::kBool;
+  parts.dtype_suffix = "dtype=" + dtype_repr(type);
+  layout_parts(t, parts);
+  common_suffixes(t, parts.suffixes);
+  std::string out = "tensor(" + parts.text;
+  add_suffixes(out, parts.suffixes, kTensorReprIndent, t.is_sparse());
+  return out;
+}
+
+/// repr() of a 0-d CPU tensor of `type` holding `value`, with no autograd history, made
+/// without creating the tensor: "tensor(0.1234)", "tensor(nan, dtype=torch.float16)".
+inline std::string scalar_tensor_repr(double value, c10::ScalarType type) {
+  ShownData data;
+  data.kind = ShownData::Kind::floating;
+  data.re.push_back(value);
+  std::string out = "tensor(";
+  BodyWriter(data, {}, false).write(out, kTensorReprIndent);
+  std::vector<std::string> suffixes;
+  if (type != c10::typeMetaToScalarType(c10::get_default_dtype())) suffixes.push_back("dtype=" + dtype_repr(type));
+  add_suffixes(out, suffixes, kTensorReprIndent, false);
+  return out;
+}
+
+/// print(tensor) as lines (str.splitlines()).
+inline std::vector<std::string> tensor_print_lines(const torch::Tensor& tensor) {
+  std::vector<std::string> lines;
+  for_each_line(tensor_repr(tensor), [&](std::string_view line) { lines.emplace_back(line); });
+  return lines;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/tensor_repr.hpp ----
+
+namespace tracetorch::detail {
+
+/// The sum of (double(x) - mean)^2 over `count` floats, as LibTorch's std() of a whole float
+/// CPU tensor computes it (mean being the tensor's float mean()), but in eight interleaved
+/// partial sums that the compiler vectorises (docs/performance.md). The float std that follows is
+/// LibTorch's except where the two double sums, both within ~count x 1e-16 of the exact one,
+/// fall on either side of a float rounding boundary (none in the tests' random tensors).
+inline double squared_deviations(const float* data, std::int64_t count, double mean) {
+  constexpr std::int64_t kLanes = 8;
+  double sums[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (std::int64_t k = 0; k < kLanes; ++k) {
+      const double deviation = static_cast<double>(data[i + k]) - mean;
+      sums[k] += deviation * deviation;
+    }
+  }
+  double rest = 0;  // a sum of its own: updating sums[0] here would keep the loop above scalar
+  for (; i < count; ++i) {
+    const double deviation = static_cast<double>(data[i]) - mean;
+    rest += deviation * deviation;
+  }
+  return (((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]))) + rest;
+}
+
+/// The least and greatest of `count` (> 0) floats, both NaN where any is NaN, as LibTorch's
+/// aminmax() finds them (of -0.0 and 0.0 either may come back). With SSE, eight at a time:
+/// GCC does not vectorise the comparisons itself (they are not IEEE min/max), and the scalar
+/// loop was slower than the LibTorch call it replaced.
+inline std::pair<float, float> min_max(const float* data, std::int64_t count) {
+  std::int64_t i = 0;
+  float low = data[0], high = data[0];
+  bool nan = false;
+#if defined(__SSE__)
+  if (count >= 8) {
+    // minps(x, m) is `x < m ? x : m`: a NaN x leaves m as it was, so NaNs are counted apart.
+    __m128 low0 = _mm_set1_ps(data[0]), low1 = low0, high0 = low0, high1 = low0;
+    __m128 nan0 = _mm_setzero_ps(), nan1 = nan0;
+    for (; i + 8 <= count; i += 8) {
+      const __m128 a = _mm_loadu_ps(data + i), b = _mm_loadu_ps(data + i + 4);
+      low0 = _mm_min_ps(a, low0);
+      low1 = _mm_min_ps(b, low1);
+      high0 = _mm_max_ps(a, high0);
+      high1 = _mm_max_ps(b, high1);
+      nan0 = _mm_or_ps(nan0, _mm_cmpunord_ps(a, a));
+      nan1 = _mm_or_ps(nan1, _mm_cmpunord_ps(b, b));
+    }
+    alignas(16) float lows[8], highs[8];
+    _mm_store_ps(lows, low0);
+    _mm_store_ps(lows + 4, low1);
+    _mm_store_ps(highs, high0);
+    _mm_store_ps(highs + 4, high1);
+    for (int k = 0; k < 8; ++k) {
+      low = lows[k] < low ? lows[k] : low;
+      high = highs[k] > high ? highs[k] : high;
+    }
+    nan = _mm_movemask_ps(_mm_or_ps(nan0, nan1)) != 0;
+  }
+#endif
+  for (; i < count; ++i) {
+    low = data[i] < low ? data[i] : low;
+    high = data[i] > high ? data[i] : high;
+    nan |= data[i] != data[i];
+  }
+  if (nan) return {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN()};
+  return {low, high};
+}
+
+/// Whether add_statistics reads `tensor`'s floats itself instead of asking LibTorch.
+inline bool has_float32_fast_path(const torch::Tensor& tensor) {
+  return tensor.scalar_type() == torch::kFloat32 && tensor.device().is_cpu() && tensor.layout() == c10::kStrided &&
+         tensor.is_contiguous() && !tensor.is_neg() && tensor.numel() > 0;
+}
+
+/// add_statistics of a tensor that has_float32_fast_path: the same text, from one sum() and two
+/// passes over the floats.
+inline void add_float32_statistics(boost::json::object& record, const torch::Tensor& tensor) {
+  const auto count = tensor.numel();
+  const float* data = tensor.data_ptr<float>();
+  // LibTorch's mean() of a float CPU tensor is its float sum() divided, in float, by the
+  // count (ReduceOps.cpp, mean_out): the same two steps here skip its second operation.
+  const float mean = *torch::sum(tensor).data_ptr<float>() / static_cast<float>(count);
+  set_text(record[trace_format::kMean], scalar_tensor_repr(mean, torch::kFloat32));
+  const double sum = squared_deviations(data, count, mean);
+  const double variance = sum / static_cast<double>(std::max<std::int64_t>(0, count - 1));
+  set_text(record[trace_format::kStd], scalar_tensor_repr(static_cast<float>(std::sqrt(variance)), torch::kFloat32));
+  // Where the answer is zero, min()/max() are asked again: which of -0.0 and 0.0 each
+  // returns depends on its own order of visits.
+  const auto [min_value, max_value] = min_max(data, count);
+  set_text(record[trace_format::kMin], min_value == 0 ? tensor_repr(tensor.min()) : scalar_tensor_repr(min_value, torch::kFloat32));
+  set_text(record[trace_format::kMax], max_value == 0 ? tensor_repr(tensor.max()) : scalar_tensor_repr(max_value, torch::kFloat32));
+}
+
+/// mean, std, min and max as transformers' debugger prints them (repr of each 0-d tensor).
+inline void add_statistics(boost::json::object& record, const torch::Tensor& tensor) {
+  if (has_float32_fast_path(tensor)) {
+    add_float32_statistics(record, tensor);
+    return;
+  }
+  const auto stat = [&](std::string_view name, auto&& compute) {
+    try {
+      set_text(record[name], compute());
+    } catch (const c10::Error&) {
+      // An empty tensor has no min/max: Python raises there; the trace leaves them out.
+    }
+  };
+  stat(trace_format::kMean, [&] { return tensor_repr(tensor.mean()); });
+  stat(trace_format::kStd, [&] { return tensor_repr(tensor.std()); });
+  // min()/max() copy a non-contiguous tensor first; for an expanded view (a stride-0
+  // dimension) that copy can be far larger than the tensor's memory, so amin()/amax()
+  // read it in place (they differ only in which zero they return among -0.0 and 0.0).
+  bool expanded = false;
+  if (tensor.layout() == c10::kStrided) {  // sparse tensors have no strides
+    for (std::int64_t d = 0; d < tensor.dim(); ++d) expanded |= tensor.stride(d) == 0 && tensor.size(d) > 1;
+  }
+  stat(trace_format::kMin, [&] { return tensor_repr(expanded ? tensor.amin() : tensor.min()); });
+  stat(trace_format::kMax, [&] { return tensor_repr(expanded ? tensor.amax() : tensor.max()); });
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/debugger/tensor_stats.hpp ----
+// ---- begin tracetorch/detail/debugger/trace_files.hpp ----
+/// \file
+/// The files of a trace in debug_path: tensor files staged under other names as the forward
+/// runs (hard links for repeated tensors), then all of them given their names with the two JSON
+/// files when the root returns, so that a forward that fails leaves the previous trace whole.
+
+#include <torch/torch.h>
+
+#include <fcntl.h>   // AT_FDCWD, AT_EACCESS
+#include <unistd.h>  // faccessat, link, unlink
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <memory_resource>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/debugger/spare_files.hpp ----
+/// \file
+/// The files a trace replaced, kept so that the next trace into the same directory writes over
+/// them (DebuggerOptions::reuse_previous_files).
+//
+// Why: on a VM that hands the memory of deleted files back to its host, a trace written into new
+// files pays for every page twice (the host's fault, then the copy); written over pages the file
+// cache still holds, it does not (docs/performance.md).
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -5414,153 +6582,107 @@ class SpareFilesRegistry {
 };
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/spare_files.hpp ----
+// ---- end tracetorch/detail/debugger/spare_files.hpp ----
+// ---- begin tracetorch/detail/debugger/trace_tree.hpp ----
+/// \file
+/// The nested call tree of one traced forward: built call by call as the modules enter and
+/// return, pruned of middle layer blocks, and written out as Python's `json.dump(indent=2)`.
 
-namespace tracetorch {
+#include <boost/json.hpp>
 
-/// Options of `model_addition_debugger`, named and defaulted as in transformers.
-struct DebuggerOptions {
-  /// Where the JSON files (and, without use_repr, the .safetensors files) go; created if
-  /// missing. Empty: the current directory.
-  std::filesystem::path debug_path;
-  /// Keep only the first and last of each run of numbered layer blocks (`layers.0` ... `layers.N`).
-  bool do_prune_layers = true;
-  /// true: tensor values as Python's print lines in _FULL_TENSORS.json; false: one
-  /// `<module_path>_<inputs|outputs>_....safetensors` file per tensor, key "data".
-  bool use_repr = true;
-  /// This process's rank in a multi-process run; only rank 0 records. Default: $RANK, else 0.
-  std::optional<int> rank;
-  /// A tensor recorded again, unchanged, in the same forward (one module's output passed on to
-  /// the next: half of a Llama's records) is encoded once: its later records are copies of the
-  /// first, and with use_repr=false its later files are hard links to the first one (copies
-  /// where the filesystem has no hard links). The trace reads the same either way; false
-  /// computes every record and writes every file on its own.
-  bool reuse_repeated_tensors = true;
-  /// With use_repr=false: the files a trace replaces are kept, in a hidden directory of
-  /// debug_path (`.tracetorch-spares-<pid>-<n>`) removed when the process exits, and the next
-  /// trace into debug_path from this process writes over them instead of into new files: on a
-  /// VM that hands freed memory back to its host that was 10-20x faster. Costs disk: up to a second
-  /// copy of the trace while the process runs. A spare that another process has open or mapped,
-  /// or that has another link, is never written over. false: the replaced files are deleted.
-  bool reuse_previous_files = true;
-};
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <map>
+#include <memory_resource>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
-class DebuggerScope;
-template <class ModuleType>
-DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, DebuggerOptions options = {});
+// ---- begin tracetorch/detail/text/python_json.hpp ----
+/// \file
+/// JSON text exactly as Python's `json.dump(obj, f, indent=2)` writes it, for trace and summary
+/// files that must match the Python reference byte for byte. No LibTorch: text-only tools use it.
+//
+// Python's layout: ", " / ": " separators with the "," followed by a newline, two-space
+// indent, empty containers as {} and [], strings through json_text.hpp (ensure_ascii), floats
+// as repr(float).
 
-namespace detail {
+#include <boost/json.hpp>
 
-/// Turns one tensor into its JSON record; `prefix` is the file stem transformers would use.
-class TensorEncoder {
- public:
-  /// The record of `tensor`, its values in `storage`.
-  virtual boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix, boost::json::storage_ptr storage) = 0;
+#include <cstddef>
+#include <string>
 
- protected:
-  ~TensorEncoder() = default;
-};
 
-/// Sets `slot` to the JSON string `text`, in the slot's own storage.
-inline void set_text(boost::json::value& slot, std::string_view text) {
-  slot.emplace_string().assign(text.data(), text.size());
+namespace tracetorch::detail {
+
+inline void append_python_json(std::string& out, const boost::json::value& value, int depth, bool strip_values);
+
+/// An object as `json.dump(indent=2)` writes it. Its own overload, so that writing a
+/// boost::json::object does not first copy it into a boost::json::value.
+inline void append_python_json(std::string& out, const boost::json::object& object, int depth, bool strip_values) {
+  bool first = true;
+  for (const auto& entry : object) {
+    if (strip_values && entry.key() == "value") continue;
+    out += first ? "{" : ",";
+    first = false;
+    out += '\n';
+    out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
+    append_json_string(out, entry.key());
+    out += ": ";
+    append_python_json(out, entry.value(), depth + 1, strip_values);
+  }
+  if (first) {
+    out += "{}";
+  } else {
+    out += '\n';
+    out.append(static_cast<std::size_t>(depth) * 2, ' ');
+    out += '}';
+  }
 }
 
-/// Builds the JSON of a call's inputs or outputs as transformers' `_serialize_io` does: leaves
-/// as their Python repr, tensors through the encoder, each named by its place in the call
-/// (`<prefix>_args_0`, `<prefix>_kwargs_<name>`, then `_<index>` or `_<key>` per level).
-class TraceJsonBuilder final : public ArgumentVisitor {
- public:
-  /// The values it builds are in `storage`.
-  TraceJsonBuilder(std::string prefix, TensorEncoder& encoder, boost::json::storage_ptr storage)
-      : prefix_(std::move(prefix)),
-        base_size_(prefix_.size()),
-        encoder_(encoder),
-        root_(storage),
-        positional_(storage),
-        keywords_(storage) {}
-
-  /// The one value visited (a call's result).
-  boost::json::value take_value() { return std::move(root_); }
-  /// `{"args": [...], "kwargs": {...}}`, empty parts dropped unless `keep_empty`.
-  boost::json::object take_arguments(bool keep_empty) {
-    boost::json::object out(root_.storage());
-    if (keep_empty || !positional_.empty()) out["args"] = std::move(positional_);
-    if (keep_empty || !keywords_.empty()) out["kwargs"] = std::move(keywords_);
-    return out;
-  }
-
-  void none() override { place("None"); }
-  void boolean(bool value) override { place(value ? "True" : "False"); }
-  void integer(std::int64_t value) override { place(std::to_string(value)); }
-  void floating(double value) override { place(python_repr(value)); }
-  void string(std::string_view value) override { place(python_repr(value)); }
-  void dtype(c10::ScalarType value) override { place(python_dtype_repr(value)); }
-  void tensor(const torch::Tensor& value) override {
-    *next_ = encoder_.encode(value, prefix_, next_->storage());
-    next_ = nullptr;
-  }
-  void repr(std::string_view python_repr) override { place(python_repr); }
-  void begin_sequence() override { open(boost::json::kind::array); }
-  void begin_mapping() override { open(boost::json::kind::object); }
-  void element(std::size_t index) override {
-    name_next(std::to_string(index));
-    next_ = &open_.back().container->as_array().emplace_back(nullptr);
-  }
-  void entry(std::string_view key) override {
-    name_next(key);
-    next_ = &open_.back().container->as_object()[key];
-  }
-  void end() override { open_.pop_back(); }
-  void positional(std::size_t index) override {
-    prefix_.resize(base_size_);
-    prefix_ += "_args_";
-    prefix_ += std::to_string(index);
-    next_ = &positional_.emplace_back(nullptr);
-  }
-  void keyword(std::string_view name) override {
-    prefix_.resize(base_size_);
-    prefix_ += "_kwargs_";
-    prefix_ += name;
-    next_ = &keywords_[name];
-  }
-
- private:
-  // An open container and the length of the prefix that names it. The pointers stay valid:
-  // a container's parent gets no new value until the container is closed.
-  struct Open {
-    boost::json::value* container;
-    std::size_t prefix_size;
+/// Writes `value` as `json.dump(value, indent=2)` would; when `strip_values`, every object key
+/// "value" is left out (the _SUMMARY.json view).
+inline void append_python_json(std::string& out, const boost::json::value& value, int depth, bool strip_values) {
+  const auto newline = [&](int level) {
+    out += '\n';
+    out.append(static_cast<std::size_t>(level) * 2, ' ');
   };
-
-  void name_next(std::string_view suffix) {
-    prefix_.resize(open_.back().prefix_size);
-    prefix_ += '_';
-    prefix_ += suffix;
-  }
-  void place(std::string_view text) {
-    set_text(*next_, text);
-    next_ = nullptr;
-  }
-  void open(boost::json::kind kind) {
-    if (kind == boost::json::kind::array) {
-      next_->emplace_array();
-    } else {
-      next_->emplace_object();
+  switch (value.kind()) {
+    case boost::json::kind::null: out += "null"; break;
+    case boost::json::kind::bool_: out += value.get_bool() ? "true" : "false"; break;
+    case boost::json::kind::int64: out += std::to_string(value.get_int64()); break;
+    case boost::json::kind::uint64: out += std::to_string(value.get_uint64()); break;
+    case boost::json::kind::double_: out += python_float_repr(value.get_double()); break;
+    case boost::json::kind::string: append_json_string(out, value.get_string()); break;
+    case boost::json::kind::array: {
+      const auto& array = value.get_array();
+      if (array.empty()) {
+        out += "[]";
+        break;
+      }
+      out += '[';
+      bool first = true;
+      for (const auto& element : array) {
+        if (!first) out += ',';
+        first = false;
+        newline(depth + 1);
+        append_python_json(out, element, depth + 1, strip_values);
+      }
+      newline(depth);
+      out += ']';
+      break;
     }
-    open_.push_back({next_, prefix_.size()});
-    next_ = nullptr;
+    case boost::json::kind::object: append_python_json(out, value.get_object(), depth, strip_values); break;
   }
+}
 
-  std::string prefix_;
-  std::size_t base_size_;
-  TensorEncoder& encoder_;
-  boost::json::value root_;
-  boost::json::array positional_;
-  boost::json::object keywords_;
-  boost::json::value* next_ = &root_;
-  std::vector<Open> open_;
-};
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/python_json.hpp ----
+
+namespace tracetorch::detail {
 
 /// One module call, as transformers' debugger records it. Its strings, children and JSON
 /// values live in one forward's arena (forward_memory.hpp).
@@ -5608,50 +6730,7 @@ inline void prune_intermediate_layers(CallNode& node) {
   for (auto& child : node.children) prune_intermediate_layers(child);
 }
 
-/// A node as `json.dump(indent=2)` writes it; outputs only on leaves (prune_outputs_if_children).
-/// `drain(out)` runs after each child, so the caller can pass the text on in pieces.
-template <class Drain>
-void append_call_node(std::string& out, const CallNode& node, int depth, bool strip_values, Drain& drain) {
-  const auto key = [&](std::string_view name) {
-    out += '\n';
-    out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
-    append_json_string(out, name);
-    out += ": ";
-  };
-  out += '{';
-  key("module_path");
-  append_json_string(out, node.module_path);
-  out += ',';
-  key("inputs");
-  append_python_json(out, node.inputs, depth + 1, strip_values);
-  if (node.children.empty()) {
-    if (node.outputs) {
-      out += ',';
-      key("outputs");
-      append_python_json(out, *node.outputs, depth + 1, strip_values);
-    }
-  } else {
-    out += ',';
-    key("children");
-    out += '[';
-    bool first = true;
-    for (const auto& child : node.children) {
-      if (!first) out += ',';
-      first = false;
-      out += '\n';
-      out.append(static_cast<std::size_t>(depth + 2) * 2, ' ');
-      append_call_node(out, child, depth + 2, strip_values, drain);
-      drain(out);
-    }
-    out += '\n';
-    out.append(static_cast<std::size_t>(depth + 1) * 2, ' ');
-    out += ']';
-  }
-  out += '\n';
-  out.append(static_cast<std::size_t>(depth) * 2, ' ');
-  out += '}';
-}
-
+/// Python's truth value of a JSON value: the root keeps its outputs only where they are truthy.
 inline bool is_truthy(const boost::json::value& value) {
   switch (value.kind()) {
     case boost::json::kind::null: return false;
@@ -5661,6 +6740,140 @@ inline bool is_truthy(const boost::json::value& value) {
     default: return true;
   }
 }
+
+/// `depth` levels of `json.dump(indent=2)` indentation on a new line.
+inline void append_new_line(std::string& out, int depth) {
+  out += '\n';
+  out.append(static_cast<std::size_t>(depth) * 2, ' ');
+}
+
+/// A node as `json.dump(indent=2)` writes it; outputs only on leaves (prune_outputs_if_children).
+/// `drain(out)` runs after each child, so the caller can pass the text on in pieces.
+template <class Drain>
+void append_call_node(std::string& out, const CallNode& node, int depth, bool strip_values, Drain& drain) {
+  const auto key = [&](std::string_view name) {
+    append_new_line(out, depth + 1);
+    append_json_string(out, name);
+    out += ": ";
+  };
+  out += '{';
+  key(trace_format::kModulePath);
+  append_json_string(out, node.module_path);
+  out += ',';
+  key(trace_format::kInputs);
+  append_python_json(out, node.inputs, depth + 1, strip_values);
+  if (node.children.empty()) {
+    if (node.outputs) {
+      out += ',';
+      key(trace_format::kOutputs);
+      append_python_json(out, *node.outputs, depth + 1, strip_values);
+    }
+  } else {
+    out += ',';
+    key(trace_format::kChildren);
+    out += '[';
+    bool first = true;
+    for (const auto& child : node.children) {
+      if (!first) out += ',';
+      first = false;
+      append_new_line(out, depth + 2);
+      append_call_node(out, child, depth + 2, strip_values, drain);
+      drain(out);
+    }
+    append_new_line(out, depth + 1);
+    out += ']';
+  }
+  append_new_line(out, depth);
+  out += '}';
+}
+
+/// The calls of one forward: a stack of the calls still running, each holding the calls it made
+/// that have returned. All of it lives in the forward's arena.
+class CallTree {
+ public:
+  /// Tensors in the calls' inputs and outputs go to `encoder`.
+  CallTree(ForwardArena& memory, TensorEncoder& encoder)
+      : memory_(memory), encoder_(encoder), running_(&memory), call_counts_(&memory) {}
+
+  /// Starts a call of `at`, recorded under `path` with its arguments; the root's inputs keep
+  /// "args" and "kwargs" even when empty. `files_before`: the tensor files written so far. The
+  /// call counts even where its arguments throw (then no call is started).
+  void enter(const Attachment& at, std::string_view path, const CallArgs& args, bool root, std::size_t files_before) {
+    CallNode node(path, memory_);
+    node.files_before = files_before;
+    ++call_counts_[&at];
+    TraceJsonBuilder inputs(file_stem(at, node, trace_format::kInputsStem), encoder_, memory_.json_storage());
+    args.visit(inputs);
+    node.inputs = inputs.take_arguments(/*keep_empty=*/root);
+    running_.push_back(std::move(node));
+  }
+
+  /// The innermost running call.
+  const CallNode& innermost() const { return running_.back(); }
+  bool empty() const noexcept { return running_.empty(); }
+
+  /// Ends the innermost call with `result` and files it under its caller. A module with children
+  /// keeps no outputs. Where the result throws, the call is gone already: the caller's unwind
+  /// then drops the caller, not this call a second time.
+  void exit(const Attachment& at, const CallResult& result) {
+    CallNode node = std::move(running_.back());
+    running_.pop_back();
+    if (at.has_children) {
+      node.outputs.emplace(nullptr, memory_.json_storage());
+    } else {
+      TraceJsonBuilder outputs(file_stem(at, node, trace_format::kOutputsStem), encoder_, memory_.json_storage());
+      result.visit(outputs);
+      node.outputs = outputs.take_value();
+    }
+    running_.back().children.push_back(std::move(node));
+  }
+
+  /// Drops the innermost call: it threw.
+  void drop_innermost() { running_.pop_back(); }
+
+  /// Ends the root call with `result`: the whole tree, its middle layer blocks pruned where
+  /// `prune_layers`. The root's file stem is `root_name`.
+  CallNode finish(std::string_view root_name, const CallResult& result, bool prune_layers) {
+    CallNode root = std::move(running_.back());
+    running_.pop_back();
+    std::string stem(root_name);
+    stem += trace_format::kOutputsStem;
+    TraceJsonBuilder builder(std::move(stem), encoder_, memory_.json_storage());
+    result.visit(builder);
+    boost::json::value outputs = builder.take_value();
+    if (is_truthy(outputs)) root.outputs = std::move(outputs);  // the root drops falsy keys
+    if (prune_layers) prune_intermediate_layers(root);
+    return root;
+  }
+
+  /// Whether `at` was called in this forward.
+  bool called(const Attachment& at) const { return call_counts_.contains(&at); }
+
+ private:
+  /// transformers' file stem is the module path; a module called again in the same forward
+  /// gets `_call<N>` so that no call's tensors overwrite another's. Then `suffix`.
+  std::string file_stem(const Attachment& at, const CallNode& node, std::string_view suffix) const {
+    const auto found = call_counts_.find(&at);
+    const int call = found == call_counts_.end() ? 1 : found->second;
+    std::string stem(node.module_path);
+    if (call > 1) {
+      stem += trace_format::kCallStem;
+      stem += std::to_string(call);
+    }
+    stem += suffix;
+    return stem;
+  }
+
+  ForwardArena& memory_;
+  TensorEncoder& encoder_;
+  std::pmr::vector<CallNode> running_;
+  std::pmr::map<const Attachment*, int> call_counts_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/debugger/trace_tree.hpp ----
+
+namespace tracetorch::detail {
 
 /// The file name (without ".safetensors") for a tensor whose transformers file stem is `stem`.
 /// Stems hold module paths and dict keys, and LibTorch allows any submodule name but an empty one
@@ -5686,6 +6899,292 @@ inline std::string file_name_for(std::string_view stem) {
   return out;
 }
 
+/// Makes `debug_path` where it is missing; throws tracetorch::Error where it cannot be made or
+/// written, so that a trace fails now and not after a long forward.
+inline void prepare_debug_path(const std::filesystem::path& debug_path) {
+  std::error_code ec;
+  std::filesystem::create_directories(debug_path, ec);
+  if (ec || !std::filesystem::is_directory(debug_path)) {
+    throw Error("tracetorch: cannot create debug_path " + debug_path.string() + ": " +
+                (ec ? ec.message() : std::string("not a directory")));
+  }
+  // Asked of the kernel (permissions, a read-only filesystem): creating and removing a probe
+  // file cost more than the rest of a small model's trace setup.
+  if (::faccessat(AT_FDCWD, debug_path.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
+    throw Error("tracetorch: cannot write in debug_path " + debug_path.string() + ": " + std::strerror(errno));
+  }
+}
+
+/// Writes the JSON text of the tree under `root` in pieces of about 64 KiB: built whole, the
+/// text of a large trace was a fresh multi-megabyte string each forward, and faulting in its
+/// pages cost more than writing it.
+inline void write_json_text(AtomicFileWriter& file, const CallNode& root, bool strip_values) {
+  constexpr std::size_t kPiece = 64 * 1024;
+  std::string text;
+  text.reserve(2 * kPiece);
+  const auto drain = [&](std::string& out) {
+    if (out.size() < kPiece) return;
+    file.write(out);
+    out.clear();
+  };
+  append_call_node(text, root, 0, strip_values, drain);
+  file.write(text);
+  file.finish();
+}
+
+/// The files of one session's traces: `<root name>_debug_tree_{FULL_TENSORS,SUMMARY}.json` and,
+/// with use_repr=false, one `<stem>.safetensors` per tensor. Between begin() and end() it holds
+/// the files a forward has staged, in the forward's arena.
+class TraceFiles {
+ public:
+  /// `keep_spares`: the files a trace replaces are kept for the next one to write over
+  /// (DebuggerOptions::reuse_previous_files, with use_repr=false).
+  TraceFiles(const std::string& root_name, std::filesystem::path debug_path, bool keep_spares)
+      : debug_path_(std::move(debug_path)),
+        full_tensors_path_(debug_path_ / (root_name + std::string(trace_format::kFullTensorsSuffix))),
+        summary_path_(debug_path_ / (root_name + std::string(trace_format::kSummarySuffix))),
+        keep_spares_(keep_spares) {}
+
+  const std::filesystem::path& full_tensors_path() const noexcept { return full_tensors_path_; }
+  const std::filesystem::path& summary_path() const noexcept { return summary_path_; }
+
+  /// A forward begins: its staged files' bookkeeping goes to `memory`.
+  void begin(ForwardArena& memory) {
+    if (keep_spares_) borrow_spares();
+    staged_.emplace(&memory);
+  }
+
+  /// The tensor files this forward has written so far.
+  std::size_t count() const noexcept { return staged_ ? staged_->size() : 0; }
+
+  /// Writes `tensor` to the file transformers names after `stem`; returns the JSON value.
+  std::string write(const torch::Tensor& tensor, const std::string& stem) {
+    const std::string file_name = tensor_file_name(stem);
+    const auto path = debug_path_ / file_name;
+    // Written under a temporary name and renamed with the JSON files at the end of the
+    // forward: a forward that fails leaves the files of the previous trace as they were.
+    std::optional<AtomicFileWriter> writer;
+    const auto staged = spares_ ? spares_->claim(file_name) : std::nullopt;
+    if (staged) {
+      writer.emplace(path, *staged, overwrite_existing);
+    } else {
+      writer.emplace(path);
+    }
+    write_safetensors(*writer, path, {{std::string(trace_format::kTensorKey), tensor}}, {});
+    add_staged(writer->release(), path, staged.has_value());
+    return json_value_of(file_name);
+  }
+
+  /// The file for `tensor` under `stem`, which holds what the `index`th file of this forward
+  /// holds: a hard link to that file, or a copy where the filesystem has no hard links.
+  std::string link(const torch::Tensor& tensor, const std::string& stem, std::size_t index) {
+    if (hard_links_work_) {
+      const std::string file_name = tensor_file_name(stem);
+      auto path = debug_path_ / file_name;
+      const auto in_spares = spares_ ? spares_->claim(file_name) : std::nullopt;
+      auto staged = in_spares ? *in_spares : unique_temp_path(path);
+      if (in_spares) ::unlink(staged.c_str());  // the spare of a name that is a link this time
+      if (::link((*staged_)[index].staged.c_str(), staged.c_str()) == 0) {
+        add_staged(staged, path, in_spares.has_value());
+        return json_value_of(file_name);
+      }
+      hard_links_work_ = false;  // EPERM (no hard links on this filesystem), EMLINK, ...
+    }
+    return write(tensor, stem);
+  }
+
+  /// Removes the staged files written since the forward had written `count`.
+  void discard_from(std::size_t count) noexcept {
+    if (!staged_) return;
+    auto& files = *staged_;
+    std::error_code ignored;
+    for (std::size_t i = count; i < files.size(); ++i) std::filesystem::remove(files[i].staged, ignored);
+    if (count < files.size()) files.erase(files.begin() + static_cast<std::ptrdiff_t>(count), files.end());
+  }
+
+  /// The forward returned with the tree under `root`: writes both JSON files, then gives every
+  /// file of the trace its name.
+  void commit(const CallNode& root) {
+    // Both JSON files are complete on disk before any file of this trace takes its final name,
+    // so a full disk leaves the previous trace whole instead of half replaced.
+    AtomicFileWriter full(full_tensors_path_);
+    write_json_text(full, root, false);
+    AtomicFileWriter summary(summary_path_);
+    write_json_text(summary, root, true);
+    if (spares_) spares_->drop_unclaimed();
+    place_staged_files();
+    full.commit();
+    summary.commit();
+  }
+
+  /// The forward is over; `keep_files`: it was committed. Its spares go back to the registry.
+  void end(bool keep_files) noexcept {
+    if (spares_) {
+      spares_->forget_claims();
+      // A failed forward with no spares to keep (one that would have replaced a first trace)
+      // takes its hidden directory with it: the directory is left as it was.
+      try {
+        if (keep_files || !spares_->empty()) SpareFilesRegistry::instance().give_back(std::move(spares_));
+      } catch (const std::exception&) {
+      }
+      spares_.reset();  // not given back: removed with its directory
+    }
+    staged_.reset();
+  }
+
+ private:
+  struct StagedFile {
+    std::pmr::string staged;
+    std::pmr::string target;
+    bool in_spares;  // staged in spares_' directory
+  };
+
+  static std::string tensor_file_name(const std::string& stem) {
+    return file_name_for(stem) + std::string(trace_format::kTensorFileExtension);
+  }
+  /// The JSON `value` of a tensor in the file `file_name`.
+  static std::string json_value_of(const std::string& file_name) {
+    return std::string(trace_format::kTensorFilePrefix) + file_name;
+  }
+
+  void borrow_spares() {
+    // Spares only where this forward replaces a trace: a first trace into a directory makes
+    // no hidden directory there.
+    try {
+      std::error_code ignored;
+      spares_ = SpareFilesRegistry::instance().borrow(debug_path_, std::filesystem::exists(full_tensors_path_, ignored));
+      if (spares_ && !spares_->prepare()) spares_.reset();
+    } catch (const std::exception&) {
+      spares_.reset();  // out of memory: this forward writes new files, as without spares
+    }
+  }
+
+  void add_staged(const std::filesystem::path& staged, const std::filesystem::path& target, bool in_spares) {
+    const auto memory = staged_->get_allocator().resource();
+    staged_->push_back({std::pmr::string(staged.native(), memory), std::pmr::string(target.native(), memory), in_spares});
+  }
+
+  void place_staged_files() {
+    for (const auto& file : *staged_) {
+      std::error_code ec;
+      const std::filesystem::path staged(file.staged), target(file.target);
+      if (file.in_spares) {
+        spares_->placed(staged.filename().string(), replace_file_keeping_old(staged, target, ec));
+      } else {
+        replace_file(staged, target, ec);
+      }
+      if (ec) throw Error("tracetorch: cannot write " + target.string() + ": " + ec.message());
+    }
+    staged_->clear();  // renamed: nothing left to remove
+  }
+
+  std::filesystem::path debug_path_;
+  std::filesystem::path full_tensors_path_;
+  std::filesystem::path summary_path_;
+  bool keep_spares_;
+  bool hard_links_work_ = true;
+  std::unique_ptr<SpareFiles> spares_;  // lent for one forward, with keep_spares_
+  std::optional<std::pmr::vector<StagedFile>> staged_;  // between begin() and end()
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/debugger/trace_files.hpp ----
+
+namespace tracetorch::detail {
+
+/// The TensorEncoder of a debugger session. Between begin() and end() it remembers, in the
+/// forward's arena, the tensors it has encoded (with reuse_repeated_tensors).
+class TensorRecorder final : public TensorEncoder {
+ public:
+  /// `use_repr`, `reuse_repeated`: DebuggerOptions' use_repr and reuse_repeated_tensors; tensor
+  /// files go to `files`, what is remembered to `memory`.
+  TensorRecorder(bool use_repr, bool reuse_repeated, TraceFiles& files, ForwardArena& memory)
+      : use_repr_(use_repr), reuse_repeated_(reuse_repeated), files_(files), memory_(memory) {}
+
+  void begin() { encoded_.emplace(&memory_); }
+  void end() noexcept { encoded_.reset(); }
+
+  /// The staged files from the `count`th on were removed: their tensors are encoded anew.
+  void forget_files_from(std::size_t count) {
+    if (!use_repr_ && encoded_) encoded_->forget_files_from(count);
+  }
+
+  boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix, boost::json::storage_ptr storage) override {
+    std::optional<TensorFingerprint> identity;
+    if (reuse_repeated_ && (identity = fingerprint(tensor))) {
+      if (const EncodedTensor* seen = encoded_->find(*identity)) return record_again(*seen, tensor, prefix, storage);
+    }
+    std::string printed;
+    boost::json::object record = record_anew(tensor, prefix, storage, printed);
+    if (identity) remember(std::move(*identity), record, printed);
+    return record;
+  }
+
+ private:
+  /// python_print_lines, but each line straight into the JSON array.
+  static boost::json::array print_lines(std::string_view printed, boost::json::storage_ptr storage) {
+    boost::json::array lines(std::move(storage));
+    for_each_line(printed, [&](std::string_view line) { lines.emplace_back(line); });
+    return lines;
+  }
+
+  /// The record of a tensor encoded before as `seen`: a copy, with its own file.
+  boost::json::object record_again(const EncodedTensor& seen, const torch::Tensor& tensor, const std::string& prefix,
+                                   boost::json::storage_ptr storage) {
+    boost::json::object record(seen.record, storage);
+    if (use_repr_) {
+      record[trace_format::kValue] = print_lines(seen.printed, storage);
+    } else {
+      set_text(record[trace_format::kValue], files_.link(tensor, prefix, seen.file_index));
+    }
+    return record;
+  }
+
+  /// The record of a tensor not seen before; with use_repr, its print goes to `printed`.
+  boost::json::object record_anew(const torch::Tensor& tensor, const std::string& prefix,
+                                  boost::json::storage_ptr storage, std::string& printed) {
+    boost::json::object record(storage);
+    set_text(record[trace_format::kShape], shape_repr(tensor.sizes()));
+    set_text(record[trace_format::kDtype], dtype_repr(tensor.scalar_type()));
+    if (use_repr_) {
+      printed = tensor_repr(tensor);
+      record[trace_format::kValue] = print_lines(printed, storage);
+    } else {
+      set_text(record[trace_format::kValue], files_.write(tensor, prefix));
+    }
+    const auto type = tensor.scalar_type();
+    if (type == torch::kFloat16 || type == torch::kFloat32 || type == torch::kBFloat16) add_statistics(record, tensor);
+    return record;
+  }
+
+  void remember(TensorFingerprint identity, const boost::json::object& record, std::string_view printed) {
+    // Kept with the print as one string, not its lines: one copy instead of one per line.
+    boost::json::object kept(memory_.json_storage());
+    kept.reserve(record.size());
+    for (const auto& entry : record) {
+      if (use_repr_ && entry.key() == trace_format::kValue) {
+        kept.emplace(entry.key(), nullptr);
+      } else {
+        kept.emplace(entry.key(), entry.value());
+      }
+    }
+    const std::size_t file_index = use_repr_ ? 0 : files_.count() - 1;
+    encoded_->add(std::move(identity), std::move(kept), printed, file_index);
+  }
+
+  bool use_repr_;
+  bool reuse_repeated_;
+  TraceFiles& files_;
+  ForwardArena& memory_;
+  std::optional<EncodedTensors> encoded_;  // between begin() and end()
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/debugger/tensor_record.hpp ----
+
+namespace tracetorch::detail {
+
+/// The rank of this process in a multi-process run: $RANK, else 0.
 inline int rank_from_environment() {
   const char* text = std::getenv("RANK");
   if (text == nullptr || *text == '\0') return 0;
@@ -5695,144 +7194,70 @@ inline int rank_from_environment() {
   return static_cast<int>(rank);
 }
 
-/// The sum of (double(x) - mean)^2 over `count` floats, as LibTorch's std() of a whole float
-/// CPU tensor computes it (mean being the tensor's float mean()), but in eight interleaved
-/// partial sums that the compiler vectorises: 3-4x faster. The float std that follows is
-/// LibTorch's except where the two double sums, both within ~count x 1e-16 of the exact one,
-/// fall on either side of a float rounding boundary (none in the tests' random tensors).
-inline double squared_deviations(const float* data, std::int64_t count, double mean) {
-  constexpr std::int64_t kLanes = 8;
-  double sums[kLanes] = {};
-  std::int64_t i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-    for (std::int64_t k = 0; k < kLanes; ++k) {
-      const double deviation = static_cast<double>(data[i + k]) - mean;
-      sums[k] += deviation * deviation;
-    }
-  }
-  double rest = 0;  // a sum of its own: updating sums[0] here would keep the loop above scalar
-  for (; i < count; ++i) {
-    const double deviation = static_cast<double>(data[i]) - mean;
-    rest += deviation * deviation;
-  }
-  return (((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]))) + rest;
-}
+/// What a session records, from DebuggerOptions (named as there) once its rank is known to be 0
+/// and debug_path is made.
+struct SessionOptions {
+  std::filesystem::path debug_path;
+  bool do_prune_layers;
+  bool use_repr;
+  bool reuse_repeated_tensors;
+  bool reuse_previous_files;
+};
 
-/// The least and greatest of `count` (> 0) floats, both NaN where any is NaN, as LibTorch's
-/// aminmax() finds them (of -0.0 and 0.0 either may come back). With SSE, eight at a time:
-/// GCC does not vectorise the comparisons itself (they are not IEEE min/max), and the scalar
-/// loop was slower than the LibTorch call it replaced.
-inline std::pair<float, float> min_max(const float* data, std::int64_t count) {
-  std::int64_t i = 0;
-  float low = data[0], high = data[0];
-  bool nan = false;
-#if defined(__SSE__)
-  if (count >= 8) {
-    // minps(x, m) is `x < m ? x : m`: a NaN x leaves m as it was, so NaNs are counted apart.
-    __m128 low0 = _mm_set1_ps(data[0]), low1 = low0, high0 = low0, high1 = low0;
-    __m128 nan0 = _mm_setzero_ps(), nan1 = nan0;
-    for (; i + 8 <= count; i += 8) {
-      const __m128 a = _mm_loadu_ps(data + i), b = _mm_loadu_ps(data + i + 4);
-      low0 = _mm_min_ps(a, low0);
-      low1 = _mm_min_ps(b, low1);
-      high0 = _mm_max_ps(a, high0);
-      high1 = _mm_max_ps(b, high1);
-      nan0 = _mm_or_ps(nan0, _mm_cmpunord_ps(a, a));
-      nan1 = _mm_or_ps(nan1, _mm_cmpunord_ps(b, b));
-    }
-    alignas(16) float lows[8], highs[8];
-    _mm_store_ps(lows, low0);
-    _mm_store_ps(lows + 4, low1);
-    _mm_store_ps(highs, high0);
-    _mm_store_ps(highs + 4, high1);
-    for (int k = 0; k < 8; ++k) {
-      low = lows[k] < low ? lows[k] : low;
-      high = highs[k] > high ? highs[k] : high;
-    }
-    nan = _mm_movemask_ps(_mm_or_ps(nan0, nan1)) != 0;
-  }
-#endif
-  for (; i < count; ++i) {
-    low = data[i] < low ? data[i] : low;
-    high = data[i] > high ? data[i] : high;
-    nan |= data[i] != data[i];
-  }
-  if (nan) return {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN()};
-  return {low, high};
-}
-
-/// mean, std, min and max as transformers' debugger prints them (repr of each 0-d tensor).
-inline void add_statistics(boost::json::object& record, const torch::Tensor& tensor) {
-  const auto stat = [&](const char* name, auto&& compute) {
-    try {
-      set_text(record[name], compute());
-    } catch (const c10::Error&) {
-      // An empty tensor has no min/max: Python raises there; the trace leaves them out.
-    }
-  };
-  if (tensor.scalar_type() == torch::kFloat32 && tensor.device().is_cpu() && tensor.layout() == c10::kStrided &&
-      tensor.is_contiguous() && !tensor.is_neg() && tensor.numel() > 0) {
-    const auto count = tensor.numel();
-    const float* data = tensor.data_ptr<float>();
-    // LibTorch's mean() of a float CPU tensor is its float sum() divided, in float, by the
-    // count (ReduceOps.cpp, mean_out): the same two steps here skip its second operation.
-    const float mean = *torch::sum(tensor).data_ptr<float>() / static_cast<float>(count);
-    set_text(record["mean"], scalar_tensor_repr(mean, torch::kFloat32));
-    const double sum = squared_deviations(data, count, mean);
-    const double variance = sum / static_cast<double>(std::max<std::int64_t>(0, count - 1));
-    set_text(record["std"], scalar_tensor_repr(static_cast<float>(std::sqrt(variance)), torch::kFloat32));
-    // Where the answer is zero, min()/max() are asked again: which of -0.0 and 0.0 each
-    // returns depends on its own order of visits.
-    const auto [min_value, max_value] = min_max(data, count);
-    set_text(record["min"], min_value == 0 ? python_repr(tensor.min()) : scalar_tensor_repr(min_value, torch::kFloat32));
-    set_text(record["max"], max_value == 0 ? python_repr(tensor.max()) : scalar_tensor_repr(max_value, torch::kFloat32));
-    return;
-  }
-  stat("mean", [&] { return python_repr(tensor.mean()); });
-  stat("std", [&] { return python_repr(tensor.std()); });
-  // min()/max() copy a non-contiguous tensor first; for an expanded view (a stride-0
-  // dimension) that copy can be far larger than the tensor's memory, so amin()/amax()
-  // read it in place (they differ only in which zero they return among -0.0 and 0.0).
-  bool expanded = false;
-  if (tensor.layout() == c10::kStrided) {  // sparse tensors have no strides
-    for (std::int64_t d = 0; d < tensor.dim(); ++d) expanded |= tensor.stride(d) == 0 && tensor.size(d) > 1;
-  }
-  stat("min", [&] { return python_repr(expanded ? tensor.amin() : tensor.min()); });
-  stat("max", [&] { return python_repr(expanded ? tensor.amax() : tensor.max()); });
-}
-
-/// Records the calls of one model's forward and writes the trace when the root returns.
-class DebuggerSession final : public CallObserver, public TensorEncoder {
+/// Records the calls of one model's forward and writes the trace when the root returns. One
+/// forward at a time: the thread whose root call finds the session free records, until that
+/// root call returns; other threads' calls meanwhile run untraced.
+class DebuggerSession final : public CallObserver {
  public:
-  DebuggerSession(std::string root_name, DebuggerOptions options)
-      : root_name_(std::move(root_name)), options_(std::move(options)) {}
+  DebuggerSession(std::string root_name, const SessionOptions& options)
+      : root_name_(std::move(root_name)),
+        prune_layers_(options.do_prune_layers),
+        files_(root_name_, options.debug_path, !options.use_repr && options.reuse_previous_files),
+        records_(options.use_repr, options.reuse_repeated_tensors, files_, arena_) {}
 
   // CallObserver
   bool on_enter(const Attachment& at, const CallArgs& args) override {
     const auto me = std::this_thread::get_id();
-    if (at.is_root && owner_.load(std::memory_order_relaxed) != me) {
-      // One compare-exchange, so that of two threads starting a forward at once exactly one
-      // records; the other's forward runs untraced.
-      std::thread::id nobody;
-      if (!owner_.compare_exchange_strong(nobody, me)) return false;
-      if (closing_.load()) {  // the scope is ending: no new forward (see close())
-        owner_.store(std::thread::id());
-        owner_.notify_all();
-        return false;
-      }
-      begin_forward();
+    if (at.is_root && owner_.load(std::memory_order_relaxed) != me) return start_forward(at, args, me);
+    if (owner_.load(std::memory_order_relaxed) != me) return false;
+    if (at.is_root) ++nested_root_calls_;
+    enter(at, args, false);
+    return true;
+  }
+
+  void on_exit(const Attachment& at, const CallResult& result) override {
+    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return;
+    if (at.is_root && nested_root_calls_ == 0) {
       try {
-        push(at, args, true);
+        finish_forward(result);
       } catch (...) {
         end_forward(false);
         throw;
       }
-      return true;
+      end_forward(true);
+      return;
     }
-    if (owner_.load(std::memory_order_relaxed) != me) return false;
-    if (at.is_root) ++nested_root_calls_;
-    push(at, args, false);
-    return true;
+    if (at.is_root) --nested_root_calls_;
+    const std::size_t files_before = tree_->innermost().files_before;
+    try {
+      tree_->exit(at, result);
+    } catch (...) {
+      discard_files_from(files_before);  // the model may catch this and go on
+      throw;
+    }
+  }
+
+  void on_unwind(const Attachment& at) noexcept override {
+    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return;
+    if (at.is_root && nested_root_calls_ == 0) {
+      end_forward(false);
+      return;
+    }
+    if (at.is_root) --nested_root_calls_;
+    if (tree_->empty()) return;
+    // The model may catch the exception and go on: the failed call leaves no node and no file.
+    discard_files_from(tree_->innermost().files_before);
+    tree_->drop_innermost();
   }
 
   /// The attachments whose calls finish_forward checks (set once, after attaching).
@@ -5851,280 +7276,75 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     }
   }
 
-  void on_exit(const Attachment& at, const CallResult& result) override {
-    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return;
-    if (at.is_root && nested_root_calls_ == 0) {
-      try {
-        finish_forward(result);
-      } catch (...) {
-        end_forward(false);
-        throw;
-      }
-      end_forward(true);
-      return;
-    }
-    if (at.is_root) --nested_root_calls_;
-    auto& stack = forward_->stack;
-    CallNode node = std::move(stack.back());
-    stack.pop_back();
-    if (at.has_children) {
-      node.outputs.emplace(nullptr, arena_.json_storage());
-    } else {
-      TraceJsonBuilder outputs(file_stem(at, node) + "_outputs", *this, arena_.json_storage());
-      try {
-        result.visit(outputs);
-        node.outputs = outputs.take_value();
-      } catch (...) {
-        discard_files_from(node.files_before);  // the model may catch this and go on
-        throw;
-      }
-    }
-    stack.back().children.push_back(std::move(node));
-  }
-
-  void on_unwind(const Attachment& at) noexcept override {
-    if (owner_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return;
-    if (at.is_root && nested_root_calls_ == 0) {
-      end_forward(false);
-      return;
-    }
-    if (at.is_root) --nested_root_calls_;
-    auto& stack = forward_->stack;
-    if (stack.empty()) return;
-    // The model may catch the exception and go on: the failed call leaves no node and no file.
-    discard_files_from(stack.back().files_before);
-    stack.pop_back();
-  }
-
-  // TensorEncoder
-  boost::json::value encode(const torch::Tensor& tensor, const std::string& prefix, boost::json::storage_ptr storage) override {
-    std::optional<TensorFingerprint> identity;
-    if (options_.reuse_repeated_tensors && (identity = fingerprint(tensor))) {
-      if (const EncodedTensor* seen = find_encoded(*identity)) {
-        boost::json::object record(seen->record, storage);
-        if (options_.use_repr) {
-          record["value"] = print_lines(seen->printed, storage);
-        } else {
-          set_text(record["value"], link_or_write(tensor, prefix, seen->file_index));
-        }
-        return record;
-      }
-    }
-    boost::json::object record(storage);
-    set_text(record["shape"], python_shape_repr(tensor.sizes()));
-    set_text(record["dtype"], python_dtype_repr(tensor.scalar_type()));
-    std::string printed;
-    if (options_.use_repr) {
-      printed = python_repr(tensor);
-      record["value"] = print_lines(printed, storage);
-    } else {
-      set_text(record["value"], write_tensor_file(tensor, prefix));
-    }
-    const auto type = tensor.scalar_type();
-    if (type == torch::kFloat16 || type == torch::kFloat32 || type == torch::kBFloat16) add_statistics(record, tensor);
-    if (identity) {
-      // Kept with the print as one string, not its lines: one copy instead of one per line.
-      boost::json::object kept(arena_.json_storage());
-      kept.reserve(record.size());
-      for (const auto& entry : record) {
-        if (options_.use_repr && entry.key() == "value") {
-          kept.emplace(entry.key(), nullptr);
-        } else {
-          kept.emplace(entry.key(), entry.value());
-        }
-      }
-      const std::size_t file_index = options_.use_repr ? 0 : forward_->written_files.size() - 1;
-      const c10::StorageImpl* address = identity->address();  // before the move below
-      forward_->encoded.emplace(
-          address, EncodedTensor{std::move(*identity), std::move(kept), std::pmr::string(printed, &arena_), file_index});
-    }
-    return record;
-  }
-
-  /// Root, then JSON file names, for error messages and tests.
-  std::filesystem::path full_tensors_path() const {
-    return options_.debug_path / (root_name_ + "_debug_tree_FULL_TENSORS.json");
-  }
-  std::filesystem::path summary_path() const { return options_.debug_path / (root_name_ + "_debug_tree_SUMMARY.json"); }
+  /// Where the JSON files go, for error messages and tests.
+  std::filesystem::path full_tensors_path() const { return files_.full_tensors_path(); }
+  std::filesystem::path summary_path() const { return files_.summary_path(); }
 
  private:
-  /// A tensor this forward has encoded, for reuse_repeated_tensors.
-  struct EncodedTensor {
-    TensorFingerprint fingerprint;
-    boost::json::object record;  // use_repr=true: "value" is null, the lines are in `printed`
-    std::pmr::string printed;
-    std::size_t file_index;  // use_repr=false: its file in written_files
-  };
-
-  /// python_print_lines, but each line straight into the JSON array.
-  static boost::json::array print_lines(std::string_view printed, boost::json::storage_ptr storage) {
-    boost::json::array lines(std::move(storage));
-    for_each_line(printed, [&](std::string_view line) { lines.emplace_back(line); });
-    return lines;
+  /// The root is called on a thread that is not recording: that thread records this forward
+  /// where no other does and the scope is not ending.
+  bool start_forward(const Attachment& at, const CallArgs& args, std::thread::id me) {
+    // One compare-exchange, so that of two threads starting a forward at once exactly one
+    // records; the other's forward runs untraced.
+    std::thread::id nobody;
+    if (!owner_.compare_exchange_strong(nobody, me)) return false;
+    if (closing_.load()) {  // the scope is ending: no new forward (see close())
+      release_owner();
+      return false;
+    }
+    begin_forward();
+    try {
+      enter(at, args, true);
+    } catch (...) {
+      end_forward(false);
+      throw;
+    }
+    return true;
   }
 
-  const EncodedTensor* find_encoded(const TensorFingerprint& identity) const {
-    const auto [begin, end] = forward_->encoded.equal_range(identity.address());
-    for (auto it = begin; it != end; ++it) {
-      if (it->second.fingerprint.same_as(identity)) return &it->second;
-    }
-    return nullptr;
-  }
-
-  /// Writes `tensor` to the file transformers names after `prefix`; returns the JSON value.
-  std::string write_tensor_file(const torch::Tensor& tensor, const std::string& prefix) {
-    const std::string file_name = file_name_for(prefix) + ".safetensors";
-    const auto path = options_.debug_path / file_name;
-    // Written under a temporary name and renamed with the JSON files at the end of the
-    // forward: a forward that fails leaves the files of the previous trace as they were.
-    std::optional<detail::AtomicFileWriter> writer;
-    const auto staged = spares_ ? spares_->claim(file_name) : std::nullopt;
-    if (staged) {
-      writer.emplace(path, *staged, overwrite_existing);
-    } else {
-      writer.emplace(path);
-    }
-    detail::write_safetensors(*writer, path, {{"data", tensor}}, {});
-    add_staged_file(writer->release(), path, staged.has_value());
-    return "./" + file_name;
-  }
-
-  /// The file for a tensor already written as written_files[index]: a hard link to that file,
-  /// or a copy where the filesystem has no hard links.
-  std::string link_or_write(const torch::Tensor& tensor, const std::string& prefix, std::size_t index) {
-    if (hard_links_work_) {
-      const std::string file_name = file_name_for(prefix) + ".safetensors";
-      auto path = options_.debug_path / file_name;
-      const auto in_spares = spares_ ? spares_->claim(file_name) : std::nullopt;
-      auto staged = in_spares ? *in_spares : unique_temp_path(path);
-      if (in_spares) ::unlink(staged.c_str());  // the spare of a name that is a link this time
-      if (::link(forward_->written_files[index].staged.c_str(), staged.c_str()) == 0) {
-        add_staged_file(staged, path, in_spares.has_value());
-        return "./" + file_name;
-      }
-      hard_links_work_ = false;  // EPERM (no hard links on this filesystem), EMLINK, ...
-    }
-    return write_tensor_file(tensor, prefix);
+  void release_owner() noexcept {
+    owner_.store(std::thread::id());
+    owner_.notify_all();
   }
 
   void begin_forward() {
     no_grad_.emplace();
-    if (!options_.use_repr && options_.reuse_previous_files) {
-      // Spares only where this forward replaces a trace: a first trace into a directory makes
-      // no hidden directory there.
-      try {
-        std::error_code ignored;
-        spares_ = SpareFilesRegistry::instance().borrow(options_.debug_path,
-                                                        std::filesystem::exists(full_tensors_path(), ignored));
-        if (spares_ && !spares_->prepare()) spares_.reset();
-      } catch (const std::exception&) {
-        spares_.reset();  // out of memory: this forward writes new files, as without spares
-      }
-    }
-    forward_.emplace(arena_);
+    files_.begin(arena_);
+    records_.begin();
+    tree_.emplace(arena_, records_);
     nested_root_calls_ = 0;
   }
 
   void end_forward(bool keep_files) noexcept {
     if (!keep_files) discard_files_from(0);
-    if (spares_) {
-      spares_->forget_claims();
-      // A failed forward with no spares to keep (one that would have replaced a first trace)
-      // takes its hidden directory with it: the directory is left as it was.
-      try {
-        if (keep_files || !spares_->empty()) SpareFilesRegistry::instance().give_back(std::move(spares_));
-      } catch (const std::exception&) {
-      }
-      spares_.reset();  // not given back: removed with its directory
-    }
-    forward_.reset();
+    files_.end(keep_files);
+    records_.end();
+    tree_.reset();
     arena_.rewind();  // nothing the forward allocated there is alive now
     no_grad_.reset();
-    owner_.store(std::thread::id());
-    owner_.notify_all();
+    release_owner();
   }
 
-  /// transformers' file stem is the module path; a module called again in the same forward
-  /// gets `_call<N>` so that no call's tensors overwrite another's.
-  std::string file_stem(const Attachment& at, const CallNode& node) const {
-    const auto found = forward_->call_counts.find(&at);
-    const int call = found == forward_->call_counts.end() ? 1 : found->second;
-    std::string stem(node.module_path);
-    if (call > 1) stem += "_call" + std::to_string(call);
-    return stem;
-  }
-
-  void push(const Attachment& at, const CallArgs& args, bool root) {
-    CallNode node(root ? root_name_ : at.module_path, arena_);
-    node.files_before = forward_->written_files.size();
-    ++forward_->call_counts[&at];
-    TraceJsonBuilder inputs(file_stem(at, node) + "_inputs", *this, arena_.json_storage());
+  void enter(const Attachment& at, const CallArgs& args, bool root) {
+    const std::size_t files_before = files_.count();
     try {
-      args.visit(inputs);
-      node.inputs = inputs.take_arguments(/*keep_empty=*/root);
+      tree_->enter(at, root ? std::string_view(root_name_) : std::string_view(at.module_path), args, root, files_before);
     } catch (...) {
-      discard_files_from(node.files_before);
+      discard_files_from(files_before);
       throw;
     }
-    forward_->stack.push_back(std::move(node));
   }
 
   /// Removes the staged tensor files written since the forward had written `count`.
   void discard_files_from(std::size_t count) noexcept {
-    if (!forward_) return;
-    auto& files = forward_->written_files;
-    std::error_code ignored;
-    for (std::size_t i = count; i < files.size(); ++i) std::filesystem::remove(files[i].staged, ignored);
-    if (count < files.size()) files.erase(files.begin() + static_cast<std::ptrdiff_t>(count), files.end());
-    if (!options_.use_repr) std::erase_if(forward_->encoded, [&](const auto& entry) { return entry.second.file_index >= count; });
+    files_.discard_from(count);
+    records_.forget_files_from(count);
   }
 
   void finish_forward(const CallResult& result) {
     note_modules_not_called();
-    CallNode root = std::move(forward_->stack.back());
-    forward_->stack.pop_back();
-    TraceJsonBuilder builder(root_name_ + "_outputs", *this, arena_.json_storage());
-    result.visit(builder);
-    boost::json::value outputs = builder.take_value();
-    if (is_truthy(outputs)) root.outputs = std::move(outputs);  // the root drops falsy keys
-    if (options_.do_prune_layers) prune_intermediate_layers(root);
-    // Both JSON files are complete on disk before any file of this trace takes its final name,
-    // so a full disk leaves the previous trace whole instead of half replaced.
-    AtomicFileWriter full(full_tensors_path());
-    write_json_text(full, root, false);
-    AtomicFileWriter summary(summary_path());
-    write_json_text(summary, root, true);
-    if (spares_) spares_->drop_unclaimed();
-    for (const auto& file : forward_->written_files) {
-      std::error_code ec;
-      const std::filesystem::path staged(file.staged), target(file.target);
-      if (file.in_spares) {
-        spares_->placed(staged.filename().string(), replace_file_keeping_old(staged, target, ec));
-      } else {
-        replace_file(staged, target, ec);
-      }
-      if (ec) throw Error("tracetorch: cannot write " + target.string() + ": " + ec.message());
-    }
-    forward_->written_files.clear();  // renamed: nothing left to remove
-    full.commit();
-    summary.commit();
-  }
-
-  /// Writes the JSON text of the tree under `root` in pieces of about 64 KiB: built whole, the
-  /// text of a large trace was a fresh multi-megabyte string each forward, and faulting in its
-  /// pages cost more than writing it.
-  static void write_json_text(AtomicFileWriter& file, const CallNode& root, bool strip_values) {
-    constexpr std::size_t kPiece = 64 * 1024;
-    std::string text;
-    text.reserve(2 * kPiece);
-    const auto drain = [&](std::string& out) {
-      if (out.size() < kPiece) return;
-      file.write(out);
-      out.clear();
-    };
-    append_call_node(text, root, 0, strip_values, drain);
-    file.write(text);
-    file.finish();
+    const CallNode root = tree_->finish(root_name_, result, prune_layers_);
+    files_.commit(root);
   }
 
   /// Traced modules that did not run through their traced forward in this forward: not called,
@@ -6134,7 +7354,7 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
     not_called_.clear();
     if (watched_ == nullptr) return;
     for (const auto& at : watched_->entries()) {
-      if (!at->is_root && !forward_->call_counts.contains(at.get())) not_called_.push_back(at->module_path);
+      if (!at->is_root && !tree_->called(*at)) not_called_.push_back(at->module_path);
     }
     if (not_called_.empty() || warned_not_called_) return;
     warned_not_called_ = true;
@@ -6147,38 +7367,65 @@ class DebuggerSession final : public CallObserver, public TensorEncoder {
   }
 
   std::string root_name_;
-  DebuggerOptions options_;
+  bool prune_layers_;
   const AttachmentSet* watched_ = nullptr;
   std::vector<std::string> not_called_;
   bool warned_not_called_ = false;
   std::atomic<std::thread::id> owner_{};
   std::atomic<bool> closing_{false};
   int nested_root_calls_ = 0;
-  struct StagedFile {
-    std::pmr::string staged;
-    std::pmr::string target;
-    bool in_spares;  // staged in spares_' directory
-  };
-  /// What one forward builds, all of it in arena_ (forward_memory.hpp says why).
-  struct ForwardState {
-    explicit ForwardState(ForwardArena& memory)
-        : stack(&memory), call_counts(&memory), written_files(&memory), encoded(&memory) {}
-    std::pmr::vector<CallNode> stack;
-    std::pmr::map<const Attachment*, int> call_counts;
-    std::pmr::vector<StagedFile> written_files;
-    std::pmr::unordered_multimap<const c10::StorageImpl*, EncodedTensor> encoded;
-  };
-  void add_staged_file(const std::filesystem::path& staged, const std::filesystem::path& target, bool in_spares) {
-    forward_->written_files.push_back(
-        {std::pmr::string(staged.native(), &arena_), std::pmr::string(target.native(), &arena_), in_spares});
-  }
 
-  ForwardArena arena_;  // before forward_: destroyed after it
-  std::optional<ForwardState> forward_;  // between begin_forward and end_forward
-  bool hard_links_work_ = true;
-  std::unique_ptr<SpareFiles> spares_;  // lent for one forward, with reuse_previous_files
+  // What one forward builds lives in arena_ (forward_memory.hpp says why): declared first, it
+  // is destroyed after everything that points into it.
+  ForwardArena arena_;
+  TraceFiles files_;
+  TensorRecorder records_;
+  std::optional<CallTree> tree_;  // between begin_forward and end_forward
   std::optional<torch::NoGradGuard> no_grad_;
 };
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/debugger/session.hpp ----
+
+namespace tracetorch {
+
+/// Options of `model_addition_debugger`, named and defaulted as in transformers.
+///
+/// \code
+/// tracetorch::DebuggerOptions options{.debug_path = "dbg", .do_prune_layers = false, .use_repr = false};
+/// \endcode
+struct DebuggerOptions {
+  /// Where the JSON files (and, without use_repr, the .safetensors files) go; created if
+  /// missing. Empty: the current directory.
+  std::filesystem::path debug_path;
+  /// Keep only the first and last of each run of numbered layer blocks (`layers.0` ... `layers.N`).
+  bool do_prune_layers = true;
+  /// true: tensor values as Python's print lines in _FULL_TENSORS.json; false: one
+  /// `<module_path>_<inputs|outputs>_....safetensors` file per tensor, key "data".
+  bool use_repr = true;
+  /// This process's rank in a multi-process run; only rank 0 records. Default: $RANK, else 0.
+  std::optional<int> rank;
+  /// A tensor recorded again, unchanged, in the same forward (one module's output passed on to
+  /// the next: half of a Llama's records) is encoded once: its later records are copies of the
+  /// first, and with use_repr=false its later files are hard links to the first one (copies
+  /// where the filesystem has no hard links). The trace reads the same either way; false
+  /// computes every record and writes every file on its own.
+  bool reuse_repeated_tensors = true;
+  /// With use_repr=false: the files a trace replaces are kept, in a hidden directory of
+  /// debug_path (`.tracetorch-spares-<pid>-<n>`) removed when the process exits, and the next
+  /// trace into debug_path from this process writes over them instead of into new files: much
+  /// faster on a VM that hands freed memory back to its host (docs/performance.md). Costs disk:
+  /// up to a second copy of the trace while the process runs. A spare that another process has
+  /// open or mapped, or that has another link, is never written over. false: the replaced files
+  /// are deleted.
+  bool reuse_previous_files = true;
+};
+
+class DebuggerScope;
+template <class ModuleType>
+DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, DebuggerOptions options = {});
+
+namespace detail {
 
 /// Only model_addition_debugger makes scopes.
 class ScopeAccess {
@@ -6193,7 +7440,14 @@ DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_na
 }  // namespace detail
 
 /// The scope of `model_addition_debugger`: while it lives, each forward of the root module is
-/// traced; the model is left as it was when it ends.
+/// traced; the model is left as it was when it ends. A forward another thread is recording when
+/// the scope ends runs to its end, and its trace is written, before the destructor returns.
+///
+/// \code
+/// auto scope = tracetorch::model_addition_debugger(model, {.debug_path = "dbg"});
+/// model->forward(input_ids);
+/// for (const auto& path : scope.modules_not_called()) std::cerr << "not traced: " << path << '\n';
+/// \endcode
 class [[nodiscard]] DebuggerScope {
  public:
   /// Made by model_addition_debugger.
@@ -6228,6 +7482,14 @@ class [[nodiscard]] DebuggerScope {
 
 /// Traces every forward of `model` while the returned scope lives; see DebuggerOptions.
 /// Throws tracetorch::Error if debug_path cannot be created or written.
+///
+/// \code
+/// LlamaModel model(config);
+/// {
+///   auto guard = tracetorch::model_addition_debugger(model, {.debug_path = "dbg", .use_repr = false});
+///   model({.input_ids = ids});  // dbg/LlamaModel_debug_tree_*.json and one .safetensors per tensor
+/// }
+/// \endcode
 template <class ModuleType>
 DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, DebuggerOptions options) {
 #ifdef TRACETORCH_DISABLE
@@ -6242,39 +7504,33 @@ DebuggerScope model_addition_debugger(const std::shared_ptr<ModuleType>& model, 
 #endif
 }
 
+/// The same, for a TRACEABLE holder (`Tiny model; tracetorch::model_addition_debugger(model)`).
 template <class ModuleType>
 DebuggerScope model_addition_debugger(torch::nn::ModuleHolder<ModuleType>& model, DebuggerOptions options = {}) {
   return model_addition_debugger(model.ptr(), std::move(options));
 }
 
-
 namespace detail {
 
 /// model_addition_debugger for a module known by reference and name.
 inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& root_name, DebuggerOptions options) {
-  auto attachments = std::make_unique<detail::AttachmentSet>();
-  const int rank = options.rank ? *options.rank : detail::rank_from_environment();
-  if (rank != 0) return DebuggerScope(detail::ScopeAccess(), nullptr, std::move(attachments));
+  auto attachments = std::make_unique<AttachmentSet>();
+  const int rank = options.rank ? *options.rank : rank_from_environment();
+  if (rank != 0) return DebuggerScope(ScopeAccess(), nullptr, std::move(attachments));
   if (options.debug_path.empty()) options.debug_path = ".";
-  std::error_code ec;
-  std::filesystem::create_directories(options.debug_path, ec);
-  if (ec || !std::filesystem::is_directory(options.debug_path)) {
-    throw Error("tracetorch: cannot create debug_path " + options.debug_path.string() + ": " +
-                (ec ? ec.message() : std::string("not a directory")));
-  }
-  // Fail now, not after a long forward, when the directory is not writable (permissions, a
-  // read-only filesystem). Asked of the kernel: creating and removing a probe file cost more
-  // than the rest of a small model's trace setup.
-  if (::faccessat(AT_FDCWD, options.debug_path.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
-    throw Error("tracetorch: cannot write in debug_path " + options.debug_path.string() + ": " + std::strerror(errno));
-  }
-  auto session = std::make_unique<detail::DebuggerSession>(root_name, std::move(options));
+  prepare_debug_path(options.debug_path);
+  auto session = std::make_unique<DebuggerSession>(
+      root_name, SessionOptions{.debug_path = std::move(options.debug_path),
+                                .do_prune_layers = options.do_prune_layers,
+                                .use_repr = options.use_repr,
+                                .reuse_repeated_tensors = options.reuse_repeated_tensors,
+                                .reuse_previous_files = options.reuse_previous_files});
   attachments->attach(model, root_name, *session);
   session->watch(*attachments);
-  return DebuggerScope(detail::ScopeAccess(), std::move(session), std::move(attachments));
+  return DebuggerScope(ScopeAccess(), std::move(session), std::move(attachments));
 }
 
-/// What `debug_io=true` in a call's options runs (detail/debug_io.hpp): the call, traced.
+/// What `debug_io=true` in a call's options runs (detail/debugger/debug_io.hpp): the call, traced.
 inline void run_debug_io(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request,
                          const std::function<void()>& call) {
   const auto scope = open_debugger(root, std::string(root_name),
@@ -6802,13 +8058,30 @@ TRACETORCH_TRACEABLE_IMPL(Conv1D, Conv1DImpl);
 /// \file
 /// Run-time patch mapping, as transformers' monkey_patching registry: original class names
 /// (exact, or regex patterns) mapped to replacement module types, which output capture records
-/// instead of the originals once patch_output_recorders was called (tracetorch/capture.hpp).
-/// Patterns are RE2, which reads Python's `re` syntax (`(?i)`, `(?P<name>...)`, `\d`) except
-/// lookaround and backreferences, and matches in linear time; links -lre2.
+/// instead of the originals once patch_output_recorders was called. Patterns are RE2, which
+/// reads Python's `re` syntax (`(?i)`, `(?P<name>...)`, `\d`) except lookaround and
+/// backreferences, and matches in linear time; links -lre2.
+///
+/// `replacement<T>()`, `find_patch_replacement`, `patch_output_recorders` and
+/// `unpatch_output_recorders` are defined in detail/capture/patch_api.hpp, which capture.hpp
+/// includes too: model code gets them without RE2's header. Registering needs this header.
+///
+/// \code
+/// tracetorch::register_patch_mapping({{"LlamaAttention", tracetorch::replacement<FusedAttention>()}});
+/// tracetorch::patch_output_recorders(model);  // model's recorders of LlamaAttention now record FusedAttention
+/// \endcode
 
-#include <algorithm>
-#include <cstddef>
-#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/capture/patch_pattern.hpp ----
+/// \file
+/// Patch keys compiled as patterns: RE2, which reads Python's `re` syntax (`(?i)`, `(?P<name>...)`,
+/// `\d`) except lookaround and backreferences, and matches in linear time. The one RE2 user here.
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -6818,15 +8091,13 @@ TRACETORCH_TRACEABLE_IMPL(Conv1D, Conv1DImpl);
 #include <re2/re2.h>
 
 
-namespace tracetorch {
+namespace tracetorch::detail {
 
-/// Maps original class names (exact names or patterns, tried as Python's `re.search`) to
-/// replacement types. All-or-nothing: a key already registered (unless `overwrite`) or an
-/// invalid pattern is a tracetorch::Error and nothing is registered (upstream warns and treats
-/// an invalid pattern as a plain name: refusing it at once is tracetorch's choice).
-inline void register_patch_mapping(const std::vector<std::pair<std::string, PatchReplacement>>& mapping,
-                                   bool overwrite = false) {
-  std::vector<detail::PatchEntry> prepared;
+/// Registry entries for `mapping`, each key compiled to a `re.search`-like test; an invalid
+/// pattern is a tracetorch::Error, before anything is registered.
+inline std::vector<PatchEntry> compile_patch_entries(
+    const std::vector<std::pair<std::string, PatchReplacement>>& mapping) {
+  std::vector<PatchEntry> prepared;
   prepared.reserve(mapping.size());
   for (const auto& [key, value] : mapping) {
     auto pattern = std::make_shared<const re2::RE2>(key, re2::RE2::Quiet);
@@ -6839,42 +8110,147 @@ inline void register_patch_mapping(const std::vector<std::pair<std::string, Patc
                         },
                         value});
   }
-  auto& registry = detail::patch_registry();
-  std::lock_guard lock(registry.mutex);
-  const auto find = [&](const std::string& key) {
-    return std::find_if(registry.entries.begin(), registry.entries.end(), [&](const auto& e) { return e.key == key; });
-  };
-  for (std::size_t i = 0; i < prepared.size(); ++i) {
-    const bool twice_here = std::any_of(prepared.begin(), prepared.begin() + static_cast<std::ptrdiff_t>(i),
-                                        [&](const auto& e) { return e.key == prepared[i].key; });
-    if (!overwrite && (twice_here || find(prepared[i].key) != registry.entries.end())) {
-      throw Error("tracetorch: register_patch_mapping: \"" + prepared[i].key +
-                  "\" is already registered (pass overwrite = true to replace it)");
-    }
-  }
-  for (auto& entry : prepared) {
-    const auto existing = find(entry.key);
-    if (existing != registry.entries.end()) {
-      *existing = std::move(entry);
-    } else {
-      registry.entries.push_back(std::move(entry));
-    }
-  }
+  return prepared;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/patch_pattern.hpp ----
+
+namespace tracetorch {
+
+/// Maps original class names (exact names or patterns, tried as Python's `re.search`) to
+/// replacement types. All-or-nothing: a key already registered (unless `overwrite`) or an
+/// invalid pattern is a tracetorch::Error and nothing is registered (upstream warns and treats
+/// an invalid pattern as a plain name: refusing it at once is tracetorch's choice).
+/// \code
+/// tracetorch::register_patch_mapping({{"(?i)^llama.*attention$", tracetorch::replacement<FusedAttention>()}});
+/// \endcode
+inline void register_patch_mapping(const std::vector<std::pair<std::string, PatchReplacement>>& mapping,
+                                   bool overwrite = false) {
+  detail::add_patch_entries(detail::compile_patch_entries(mapping), overwrite);
 }
 
 /// Removes registered keys; a key that is not registered is a tracetorch::Error (and nothing
 /// is removed).
-inline void unregister_patch_mapping(const std::vector<std::string>& keys) {
-  auto& registry = detail::patch_registry();
-  std::lock_guard lock(registry.mutex);
-  for (const auto& key : keys) {
-    if (std::none_of(registry.entries.begin(), registry.entries.end(), [&](const auto& e) { return e.key == key; })) {
-      throw Error("tracetorch: unregister_patch_mapping: \"" + key + "\" is not registered");
-    }
-  }
-  std::erase_if(registry.entries, [&](const auto& e) { return std::find(keys.begin(), keys.end(), e.key) != keys.end(); });
-}
+/// \code
+/// tracetorch::unregister_patch_mapping({"LlamaAttention"});
+/// \endcode
+inline void unregister_patch_mapping(const std::vector<std::string>& keys) { detail::remove_patch_keys(keys); }
 
 }  // namespace tracetorch
 // ---- end tracetorch/patch_mapping.hpp ----
+// ---- begin tracetorch/python_repr.hpp ----
+/// \file
+/// Python's text for values, byte for byte as CPython 3 and PyTorch 1.13.1 write it, so that
+/// traces made from C++ compare equal to traces made from Python.
+///
+/// Tensors print as `print(tensor)` does after
+/// `torch.set_printoptions(sci_mode=True, linewidth=120)` with the other options at their
+/// defaults (precision=4, threshold=1000, edgeitems=3). The rules are those of
+/// torch/_tensor_str.py, re-implemented over raw element data: only the elements that are
+/// shown (the summarised data for numel > 1000) are read and formatted, so printing costs
+/// O(shown elements) whatever the tensor's size.
+///
+/// \code
+/// tracetorch::python_repr(0.1);                  // "0.1"
+/// tracetorch::python_repr(std::string("it's"));  // "\"it's\""
+/// tracetorch::python_repr(torch::ones({2}));     // "tensor([1., 1.])"
+/// \endcode
+///
+/// The implementation lives in detail/repr/ (numbers, strings, the tensor body and the
+/// suffixes around it) and detail/text/ (Unicode); only the tensor parts need LibTorch.
+
+#include <torch/torch.h>
+
+#include <charconv>
+#include <concepts>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace tracetorch {
+
+/// str(dtype): "torch.float32", "torch.int64", "torch.bool", "torch.bfloat16", ...
+///
+/// \code
+/// tracetorch::python_dtype_repr(torch::kFloat16);  // "torch.float16"
+/// \endcode
+inline std::string python_dtype_repr(c10::ScalarType type) { return detail::dtype_repr(type); }
+
+/// str(tensor.shape): "torch.Size([2, 7, 64])", "torch.Size([])".
+///
+/// \code
+/// tracetorch::python_shape_repr(x.sizes());  // "torch.Size([2, 7, 64])"
+/// \endcode
+inline std::string python_shape_repr(c10::IntArrayRef sizes) { return detail::shape_repr(sizes); }
+
+/// repr(float): the shortest text that reads back as `v`, fixed-point while the decimal
+/// exponent is in [-4, 16), otherwise exponent form ('1e-06', '0.0001', '3.0', '1e+16').
+///
+/// \code
+/// tracetorch::python_repr(1e-6);  // "1e-06"
+/// \endcode
+inline std::string python_repr(double v) { return detail::python_float_repr(v); }
+
+/// repr(int) for every integer type except bool and the character types.
+///
+/// \code
+/// tracetorch::python_repr(std::int64_t{-3});  // "-3"
+/// \endcode
+template <std::integral T>
+  requires(!std::same_as<T, bool> && !std::same_as<T, char> && !std::same_as<T, wchar_t> &&
+           !std::same_as<T, char8_t> && !std::same_as<T, char16_t> && !std::same_as<T, char32_t>)
+inline std::string python_repr(T v) {
+  char buf[24];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+/// repr(bool). A template so that pointers (e.g. string literals) never convert to bool.
+///
+/// \code
+/// tracetorch::python_repr(true);  // "True"
+/// \endcode
+template <std::same_as<bool> T>
+inline std::string python_repr(T v) {
+  return v ? "True" : "False";
+}
+
+/// repr(str) of UTF-8 text: single quotes unless the text has ' and no ", backslash escapes
+/// for the quote, \\, \t, \n, \r, and \xhh / \uhhhh / \Uhhhhhhhh for what Python deems
+/// unprintable; printable non-ASCII is kept as is. Bytes that are not UTF-8 show as Python's
+/// surrogateescape reads them ('\udcff').
+///
+/// \code
+/// tracetorch::python_repr("a\tb");  // "'a\\tb'"
+/// \endcode
+inline std::string python_repr(std::string_view text) { return detail::python_string_repr(text); }
+
+/// A char is a one-character str (std::int8_t / signed char stay integers).
+///
+/// \code
+/// tracetorch::python_repr('x');  // "'x'"
+/// \endcode
+template <std::same_as<char> T>
+inline std::string python_repr(T c) {
+  return python_repr(std::string_view(&c, 1));
+}
+
+/// repr(tensor) == str(tensor) under set_printoptions(sci_mode=True, linewidth=120); an
+/// undefined tensor is None.
+///
+/// \code
+/// tracetorch::python_repr(torch::arange(3));  // "tensor([0, 1, 2])"
+/// \endcode
+inline std::string python_repr(const torch::Tensor& tensor) { return detail::tensor_repr(tensor); }
+
+/// print(tensor) as lines (str.splitlines()).
+///
+/// \code
+/// for (const auto& line : tracetorch::python_print_lines(x)) std::cout << line << "\n";
+/// \endcode
+inline std::vector<std::string> python_print_lines(const torch::Tensor& tensor) { return detail::tensor_print_lines(tensor); }
+
+}  // namespace tracetorch
+// ---- end tracetorch/python_repr.hpp ----
 // ---- end tracetorch/tracetorch.hpp ----
