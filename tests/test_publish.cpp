@@ -3,7 +3,9 @@
 // docs/publish-draft.md lists each promise and the test case here that proves it.
 
 #include <doctest/doctest.h>
+#include <tracetorch/detail/io/directory_lock.hpp>
 #include <tracetorch/detail/io/publish.hpp>
+#include <tracetorch/detail/io/staged_directory.hpp>
 
 #include <fcntl.h>
 #include <signal.h>

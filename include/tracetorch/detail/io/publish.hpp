@@ -1,96 +1,55 @@
 #pragma once
 /// \file
-/// Replaces a directory whole (issue 26, item 1): a trace is written into a fresh sibling of its
-/// debug_path, which then takes debug_path's place in one step (renameat2 RENAME_EXCHANGE).
-/// Linux only; no LibTorch. docs/publish-draft.md states the promises and the tests that prove them.
-///
-/// \code
-/// detail::StagedDirectory staged("dbg");                        // dbg/../.dbg.tracetorch-staging-<pid>-<random>
-/// write_files_into(staged.path());
-/// auto replaced = detail::publish(std::move(staged));           // dbg is now the new tree
-/// // `replaced`: the previous tree minus what was carried over; removed when it is destroyed.
-/// \endcode
-///
-/// Protocol, for every process and thread that uses it:
-/// - A tree is changed only by exchange, and only by the holder of an exclusive flock on the
-///   directory inode it replaces (DirectoryLock). The path names another inode after each
-///   exchange, so a lock is taken by polling: open, flock(LOCK_NB), then check that the path
-///   still names the locked inode; otherwise retry on the inode it names now.
-/// - Every staging directory is flocked by its creator from mkdir to its end; the replaced tree,
-///   which takes the staging name, stays flocked by the publisher. A staging directory that can
-///   be flocked without waiting is abandoned (its creator died) and the next publish into the
-///   same parent removes it, after putting back the entries it was carrying (see publish()).
-/// - Readers take a shared DirectoryLock on the tree while they read it: no exchange happens
-///   meanwhile, so they read the old tree or the new one, whole.
+/// publish(): gives a StagedDirectory its target's name in one step (renameat2 RENAME_EXCHANGE),
+/// carrying over the entries it keeps and removing abandoned staging directories first.
+
+// Replaces a directory whole (issue 26, item 1): a trace is written into a fresh sibling of its
+// debug_path, which then takes debug_path's place in one step. Linux only; no LibTorch.
+// docs/publish-draft.md states the promises and the tests that prove them.
+//
+//   detail::StagedDirectory staged("dbg");                        // dbg/../.dbg.tracetorch-staging-<pid>-<random>
+//   write_files_into(staged.path());
+//   auto replaced = detail::publish(std::move(staged));           // dbg is now the new tree
+//   // `replaced`: the previous tree minus what was carried over; removed when it is destroyed.
+//
+// Protocol, for every process and thread that uses it:
+// - A tree is changed only by exchange, and only by the holder of an exclusive flock on the
+//   directory inode it replaces (DirectoryLock). The path names another inode after each
+//   exchange, so a lock is taken by polling: open, flock(LOCK_NB), then check that the path
+//   still names the locked inode; otherwise retry on the inode it names now.
+// - Every staging directory is flocked by its creator from mkdir to its end; the replaced tree,
+//   which takes the staging name, stays flocked by the publisher. A staging directory that can
+//   be flocked without waiting is abandoned (its creator died) and the next publish into the
+//   same parent removes it, after putting back the entries it was carrying (see publish()).
+// - Readers take a shared DirectoryLock on the tree while they read it: no exchange happens
+//   meanwhile, so they read the old tree or the new one, whole.
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdint>
-#include <cstdio>
+#include <exception>
 #include <filesystem>
-#include <functional>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/io/directory_lock.hpp"
+#include "tracetorch/detail/io/staged_directory.hpp"
 
 namespace tracetorch::detail {
 
-/// The directory cannot be replaced by an exchange (a mount point, the root, this process's
-/// working directory, a filesystem without RENAME_EXCHANGE); nothing was changed. A caller can
-/// fall back to placing files one by one.
-class CannotExchange : public Error {
- public:
-  using Error::Error;
-};
-
-class StagedDirectory;
-using CarryOver = std::function<bool(std::string_view name)>;
-std::optional<StagedDirectory> publish_once(StagedDirectory&, const CarryOver&, bool, std::chrono::milliseconds, bool&);
-
 namespace publish_detail {
-
-[[noreturn]] inline void fail(const std::string& what, const std::filesystem::path& path, int error) {
-  throw Error("tracetorch: " + what + " " + path.string() + ": " + std::generic_category().message(error));
-}
-
-/// An owned file descriptor.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) noexcept : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  ~UniqueFd() { reset(); }
-  void reset(int fd = -1) noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
 
 inline constexpr unsigned kRenameNoReplace = 1;  // RENAME_NOREPLACE, <linux/fs.h>
 inline constexpr unsigned kRenameExchange = 2;   // RENAME_EXCHANGE
@@ -99,8 +58,6 @@ inline constexpr unsigned kRenameExchange = 2;   // RENAME_EXCHANGE
 inline int rename_at(int from_dir, const char* from, int to_dir, const char* to, unsigned flags) {
   return static_cast<int>(::syscall(SYS_renameat2, from_dir, from, to_dir, to, flags));
 }
-
-inline bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
 inline bool exists_at(int dir, const char* name) {
   struct stat info {};
@@ -129,51 +86,6 @@ inline std::vector<std::string> entries_of(int dir) {
 inline void sync_directory(const std::filesystem::path& directory) {
   const UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd) ::fsync(fd.get());
-}
-
-/// 16 hex digits from getrandom (std::random_device where that fails).
-inline std::string random_hex() {
-  std::uint64_t value = 0;
-  if (::getrandom(&value, sizeof value, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof value)) {
-    std::random_device device;
-    value = (static_cast<std::uint64_t>(device()) << 32) ^ device();
-  }
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
-/// `.<name>.tracetorch-staging-`: the start of every staging name of the target `name`. A long
-/// name is shortened (kept apart from others by its hash) so that the staging name fits NAME_MAX.
-inline std::string staging_prefix(const std::string& name) {
-  if (name.size() <= 180) return "." + name + ".tracetorch-staging-";
-  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
-  for (const unsigned char c : name) hash = (hash ^ c) * 1099511628211ull;
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return "." + name.substr(0, 100) + "~" + text + ".tracetorch-staging-";
-}
-
-/// True for `<prefix><pid>-<16 hex digits>`, the names StagedDirectory makes.
-inline bool is_staging_name(std::string_view name, std::string_view prefix) {
-  if (!name.starts_with(prefix)) return false;
-  name.remove_prefix(prefix.size());
-  const auto dash = name.find('-');
-  if (dash == 0 || dash == std::string_view::npos || name.size() - dash - 1 != 16) return false;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    const bool ok = i < dash ? (c >= '0' && c <= '9') : i == dash || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    if (!ok) return false;
-  }
-  return true;
-}
-
-/// The target as an absolute path without "." or ".." parts or a trailing separator.
-inline std::filesystem::path normalized_target(const std::filesystem::path& target) {
-  auto path = std::filesystem::absolute(target).lexically_normal();
-  if (!path.has_filename()) path = path.parent_path();
-  if (!path.has_filename()) throw CannotExchange("tracetorch: cannot publish into " + path.string() + ": it is the root directory");
-  return path;
 }
 
 /// Copies the regular file `name` of `from` into `to` (same name and permission bits).
@@ -219,154 +131,8 @@ inline bool copy_symlink_at(int from, int to, const char* name, int& error) {
 
 }  // namespace publish_detail
 
-enum class LockMode { exclusive, shared };
-
-/// An flock on a directory (O_RDONLY | O_DIRECTORY | O_CLOEXEC), held while the object lives.
-/// Writers of a tree lock it exclusively, readers shared. The wait is bounded: the lock is polled
-/// (100 us, doubling up to 10 ms) until `timeout`, then tracetorch::Error names the path. Polling,
-/// not a blocking flock: a publisher keeps the lock on the tree it replaced, and a blocked waiter
-/// would never learn that the path names another inode now. Locks taken through different
-/// opens exclude each other within one process too (threads).
-class DirectoryLock {
- public:
-  static constexpr std::chrono::milliseconds kDefaultTimeout{60'000};
-
-  /// Locks the directory `path` names; tracetorch::Error if there is none, or it is a symbolic
-  /// link or not a directory, or the lock is not had within `timeout`.
-  DirectoryLock(const std::filesystem::path& path, LockMode mode, std::chrono::milliseconds timeout = kDefaultTimeout) {
-    if (!acquire(path, mode, timeout)) publish_detail::fail("cannot lock", path, ENOENT);
-  }
-  /// Where `path` names nothing: nullopt instead of an error.
-  static std::optional<DirectoryLock> if_exists(const std::filesystem::path& path, LockMode mode,
-                                                std::chrono::milliseconds timeout = kDefaultTimeout) {
-    DirectoryLock lock;
-    if (!lock.acquire(path, mode, timeout)) return std::nullopt;
-    return lock;
-  }
-
-  int fd() const noexcept { return fd_.get(); }
-  /// The locked directory's fstat at locking time.
-  const struct stat& identity() const noexcept { return identity_; }
-
- private:
-  friend std::optional<StagedDirectory> publish_once(StagedDirectory&, const CarryOver&, bool, std::chrono::milliseconds, bool&);
-  DirectoryLock() = default;
-
-  bool acquire(const std::filesystem::path& path, LockMode mode, std::chrono::milliseconds timeout) {
-    using clock = std::chrono::steady_clock;
-    const auto deadline = clock::now() + timeout;
-    auto pause = std::chrono::microseconds(100);
-    for (;;) {
-      struct stat named {};
-      if (::lstat(path.c_str(), &named) != 0) {
-        if (errno == ENOENT) return false;
-        publish_detail::fail("cannot lock", path, errno);
-      }
-      if (S_ISLNK(named.st_mode)) {
-        throw Error("tracetorch: cannot lock " + path.string() +
-                    ": it is a symbolic link (a trace directory is replaced whole: name the directory itself)");
-      }
-      if (!S_ISDIR(named.st_mode)) throw Error("tracetorch: cannot lock " + path.string() + ": not a directory");
-      publish_detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!fd && errno != ENOENT && errno != ENOTDIR && errno != ELOOP) publish_detail::fail("cannot open", path, errno);
-      if (fd) {
-        if (::flock(fd.get(), (mode == LockMode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) {
-          // Exchanged between the open and the lock: the path names another inode now.
-          if (::fstat(fd.get(), &identity_) == 0 && ::lstat(path.c_str(), &named) == 0 &&
-              publish_detail::same_inode(identity_, named)) {
-            fd_ = std::move(fd);
-            return true;
-          }
-          continue;
-        }
-        if (errno != EWOULDBLOCK && errno != EINTR) publish_detail::fail("cannot lock", path, errno);
-      }
-      if (clock::now() >= deadline) {
-        throw Error("tracetorch: cannot lock " + path.string() + ": another process or thread held it for " +
-                    std::to_string(timeout.count()) + " ms");
-      }
-      std::this_thread::sleep_for(pause);
-      pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(10));
-    }
-  }
-
-  publish_detail::UniqueFd fd_;
-  struct stat identity_ {};
-};
-
-/// A fresh directory beside `target` (`.<name>.tracetorch-staging-<pid>-<16 random hex>`, made
-/// with mkdir, which refuses an existing name: another random name is tried), flocked while the
-/// object lives. Destroying it removes the directory and what is in it, except in a forked child
-/// (it belongs to the parent) and after publish(), which gives it the target's name.
-class StagedDirectory {
- public:
-  explicit StagedDirectory(const std::filesystem::path& target) : target_(publish_detail::normalized_target(target)) {
-    const auto parent = target_.parent_path();
-    const std::string prefix = publish_detail::staging_prefix(target_.filename().string());
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      auto path = parent / (prefix + std::to_string(::getpid()) + "-" + publish_detail::random_hex());
-      if (::mkdir(path.c_str(), 0777) != 0) {
-        if (errno == EEXIST) continue;
-        throw Error("tracetorch: cannot create the staging directory " + path.string() + " for " + target_.string() + ": " +
-                    std::generic_category().message(errno));
-      }
-      publish_detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      struct stat mine {}, named {};
-      // A publish cleaning up may have taken it for abandoned before the flock: then try another.
-      if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 && ::fstat(fd.get(), &mine) == 0 &&
-          ::lstat(path.c_str(), &named) == 0 && publish_detail::same_inode(mine, named)) {
-        path_ = std::move(path);
-        fd_ = std::move(fd);
-        return;
-      }
-      if (!fd) ::rmdir(path.c_str());
-    }
-    throw Error("tracetorch: cannot create a staging directory for " + target_.string() + ": 100 names were taken");
-  }
-  StagedDirectory(StagedDirectory&& other) noexcept
-      : target_(std::move(other.target_)), path_(std::move(other.path_)), fd_(std::move(other.fd_)), owner_(other.owner_) {}
-  StagedDirectory& operator=(StagedDirectory&& other) noexcept {
-    if (this != &other) {
-      discard();
-      target_ = std::move(other.target_);
-      path_ = std::move(other.path_);
-      fd_ = std::move(other.fd_);
-      owner_ = other.owner_;
-    }
-    return *this;
-  }
-  ~StagedDirectory() { discard(); }
-
-  /// Where to write the files.
-  const std::filesystem::path& path() const noexcept { return path_; }
-  /// The directory it replaces on publish (absolute, normalized).
-  const std::filesystem::path& target() const noexcept { return target_; }
-  /// The open, flocked directory (for openat).
-  int fd() const noexcept { return fd_.get(); }
-
-  /// Removes the directory now (nothing where it was published or moved from).
-  void discard() noexcept {
-    if (fd_ && owner_ == ::getpid()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(path_, ignored);
-    }
-    fd_.reset();
-  }
-
- private:
-  friend std::optional<StagedDirectory> publish_once(StagedDirectory&, const CarryOver&, bool, std::chrono::milliseconds, bool&);
-  friend void remove_abandoned_staging(StagedDirectory&, int, const CarryOver&);
-  StagedDirectory(std::filesystem::path target, std::filesystem::path path, publish_detail::UniqueFd fd)
-      : target_(std::move(target)), path_(std::move(path)), fd_(std::move(fd)) {}
-
-  std::filesystem::path target_;
-  std::filesystem::path path_;
-  publish_detail::UniqueFd fd_;
-  pid_t owner_ = ::getpid();
-};
-
-// CarryOver (declared above): which entries of the replaced tree the new one keeps, asked for
-// each name that the staged tree does not have (a name the staged tree has is always the staged one).
+// CarryOver (staged_directory.hpp): which entries of the replaced tree the new one keeps, asked
+// for each name that the staged tree does not have (a name the staged tree has is always the staged one).
 
 /// Keeps every entry the new tree does not replace by name: the debugger's behaviour before
 /// publish, where a file of the previous trace that the new one lacks stays.
@@ -380,6 +146,42 @@ struct PublishOptions {
   bool sync_directories = true;
 };
 
+namespace publish_detail {
+
+/// Opens and exclusively flocks the staging directory `name` of `parent` where its creator is
+/// gone (no one holds its flock) and it is still at that name; an empty UniqueFd otherwise.
+inline UniqueFd lock_abandoned(int parent, const std::string& name) {
+  UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat locked {}, named {};
+  if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return UniqueFd();  // its writer is alive
+  if (::fstat(fd.get(), &locked) != 0 || ::fstatat(parent, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !same_inode(locked, named)) {
+    return UniqueFd();  // removed by another publish meanwhile
+  }
+  return fd;
+}
+
+/// Moves each entry of the abandoned directory `abandoned` that is neither a regular file nor a
+/// symbolic link and that `carry_over` keeps into `staged` where neither `staged` nor the target
+/// (`target_fd`, -1: none) has that name. False where such an entry could not be moved.
+inline bool put_back_entries(int abandoned, int staged, int target_fd, const CarryOver& carry_over) {
+  bool all_moved = true;
+  for (const auto& entry : entries_of(abandoned)) {
+    struct stat info {};
+    if (::fstatat(abandoned, entry.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || S_ISREG(info.st_mode) ||
+        S_ISLNK(info.st_mode) || !carry_over(entry)) {
+      continue;
+    }
+    if (exists_at(staged, entry.c_str()) || (target_fd >= 0 && exists_at(target_fd, entry.c_str())) ||
+        rename_at(abandoned, entry.c_str(), staged, entry.c_str(), kRenameNoReplace) != 0) {
+      all_moved = false;
+    }
+  }
+  return all_moved;
+}
+
+}  // namespace publish_detail
+
 /// Removes the abandoned staging directories of `staged`'s target (no one holds their flock):
 /// first every entry in them that is neither a regular file nor a symbolic link and that
 /// `carry_over` keeps is moved into `staged` where neither it nor the target (`target_fd`, -1:
@@ -388,34 +190,17 @@ struct PublishOptions {
 /// `.<name>.tracetorch-kept-<random>`, never removed.
 inline void remove_abandoned_staging(StagedDirectory& staged, int target_fd, const CarryOver& carry_over) {
   namespace pd = publish_detail;
-  const auto parent = staged.target_.parent_path();
-  const std::string prefix = pd::staging_prefix(staged.target_.filename().string());
+  const auto parent = staged.target().parent_path();
+  const std::string prefix = pd::staging_prefix(staged.target().filename().string());
   pd::UniqueFd parent_fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!parent_fd) return;  // best effort: the publish itself reports what matters
-  const std::string mine = staged.path_.filename().string();
+  const std::string mine = staged.path().filename().string();
   for (const auto& name : pd::entries_of(parent_fd.get())) {
     if (name == mine || !pd::is_staging_name(name, prefix)) continue;
-    pd::UniqueFd fd(::openat(parent_fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    struct stat locked {}, named {};
-    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // its writer is alive
-    if (::fstat(fd.get(), &locked) != 0 || ::fstatat(parent_fd.get(), name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !pd::same_inode(locked, named)) {
-      continue;  // removed by another publish meanwhile
-    }
-    bool keep = false;
-    for (const auto& entry : pd::entries_of(fd.get())) {
-      struct stat info {};
-      if (::fstatat(fd.get(), entry.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || S_ISREG(info.st_mode) ||
-          S_ISLNK(info.st_mode) || !carry_over(entry)) {
-        continue;
-      }
-      if (pd::exists_at(staged.fd(), entry.c_str()) || (target_fd >= 0 && pd::exists_at(target_fd, entry.c_str())) ||
-          pd::rename_at(fd.get(), entry.c_str(), staged.fd(), entry.c_str(), pd::kRenameNoReplace) != 0) {
-        keep = true;
-      }
-    }
-    if (keep) {
-      const std::string kept = "." + staged.target_.filename().string() + ".tracetorch-kept-" + pd::random_hex();
+    const pd::UniqueFd fd = pd::lock_abandoned(parent_fd.get(), name);
+    if (!fd) continue;
+    if (!pd::put_back_entries(fd.get(), staged.fd(), target_fd, carry_over)) {
+      const std::string kept = pd::kept_name(staged.target().filename().string());
       if (::renameat(parent_fd.get(), name.c_str(), parent_fd.get(), kept.c_str()) == 0) continue;
     }
     std::error_code ignored;
@@ -423,56 +208,63 @@ inline void remove_abandoned_staging(StagedDirectory& staged, int target_fd, con
   }
 }
 
-/// One attempt of publish(); `retry` is set where the target appeared or changed meanwhile.
-inline std::optional<StagedDirectory> publish_once(StagedDirectory& staged, const CarryOver& carry_over, bool sync,
-                                                   std::chrono::milliseconds timeout, bool& retry) {
-  namespace pd = publish_detail;
-  retry = false;
-  const auto& target = staged.target_;
-  const auto parent = target.parent_path();
-  auto lock = DirectoryLock::if_exists(target, LockMode::exclusive, timeout);
-  if (!lock) {  // a first tree: a rename that refuses to replace whatever another writer put there
-    remove_abandoned_staging(staged, -1, carry_over);
-    if (sync) ::fsync(staged.fd());
-    if (pd::rename_at(AT_FDCWD, staged.path_.c_str(), AT_FDCWD, target.c_str(), pd::kRenameNoReplace) != 0) {
-      if (errno == EEXIST) return retry = true, std::nullopt;
-      pd::fail("cannot rename " + staged.path_.string() + " to", target, errno);
-    }
-    if (sync) pd::sync_directory(parent);
-    staged.fd_.reset();  // published: unlocked, and no longer removed on destruction
-    return std::nullopt;
-  }
+namespace publish_detail {
 
-  const struct stat& old_tree = lock->identity();
+/// The steps of publish_once(), in order.
+
+/// Where the target does not exist yet: removes abandoned staging directories and renames
+/// `staged` to the target with a rename that refuses to replace whatever another writer put
+/// there. False where one did (EEXIST: retry, now with a lock and an exchange).
+inline bool rename_first_tree(StagedDirectory& staged, const CarryOver& carry_over, bool sync) {
+  const auto& target = staged.target();
+  remove_abandoned_staging(staged, -1, carry_over);
+  if (sync) ::fsync(staged.fd());
+  if (rename_at(AT_FDCWD, staged.path().c_str(), AT_FDCWD, target.c_str(), kRenameNoReplace) != 0) {
+    if (errno == EEXIST) return false;
+    fail("cannot rename " + staged.path().string() + " to", target, errno);
+  }
+  if (sync) sync_directory(target.parent_path());
+  return true;
+}
+
+/// CannotExchange where the locked tree `old_tree` at `target` is a mount point or this
+/// process's working directory.
+inline void check_exchangeable(const std::filesystem::path& target, const struct stat& old_tree) {
+  const auto parent = target.parent_path();
   struct stat parent_info {}, cwd {};
-  if (::stat(parent.c_str(), &parent_info) != 0) pd::fail("cannot read", parent, errno);
+  if (::stat(parent.c_str(), &parent_info) != 0) fail("cannot read", parent, errno);
   if (parent_info.st_dev != old_tree.st_dev) {
     throw CannotExchange("tracetorch: cannot publish into " + target.string() + ": it is a mount point");
   }
-  if (::stat(".", &cwd) == 0 && pd::same_inode(cwd, old_tree)) {
+  if (::stat(".", &cwd) == 0 && same_inode(cwd, old_tree)) {
     throw CannotExchange("tracetorch: cannot publish into " + target.string() +
                          ": it is this process's working directory, which an exchange would leave in the replaced tree");
   }
-  remove_abandoned_staging(staged, lock->fd(), carry_over);
+}
 
-  // Carry over: a hard link of each kept entry (a copy where links fail); directories and other
-  // entries that cannot be linked are moved after the exchange.
-  std::unordered_map<std::string, struct stat> carried;  // name -> the entry linked or copied
-  for (const auto& name : pd::entries_of(lock->fd())) {
+/// Name -> the entry of the current tree linked or copied into the staged one.
+using Carried = std::unordered_map<std::string, struct stat>;
+
+/// Carries over, before the exchange, each entry of the current tree (`from`, at `target`) that
+/// `carry_over` keeps and the staged tree (`to`) lacks: a hard link (a copy where links fail).
+/// Directories, and other entries that cannot be linked, are moved after the exchange.
+inline Carried link_carried_entries(int from, int to, const std::filesystem::path& target, const CarryOver& carry_over) {
+  Carried carried;
+  for (const auto& name : entries_of(from)) {
     struct stat info {};
-    if (!carry_over(name) || pd::exists_at(staged.fd(), name.c_str()) ||
-        ::fstatat(lock->fd(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(info.st_mode)) {
+    if (!carry_over(name) || exists_at(to, name.c_str()) || ::fstatat(from, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 ||
+        S_ISDIR(info.st_mode)) {
       continue;
     }
-    if (::linkat(lock->fd(), name.c_str(), staged.fd(), name.c_str(), 0) == 0) {
+    if (::linkat(from, name.c_str(), to, name.c_str(), 0) == 0) {
       carried.emplace(name, info);
       continue;
     }
     const int link_error = errno;
     if (link_error == ENOENT) continue;  // removed meanwhile
     int copy_error = 0;
-    const bool copied = S_ISREG(info.st_mode)   ? pd::copy_file_at(lock->fd(), staged.fd(), name.c_str(), copy_error)
-                        : S_ISLNK(info.st_mode) ? pd::copy_symlink_at(lock->fd(), staged.fd(), name.c_str(), copy_error)
+    const bool copied = S_ISREG(info.st_mode)   ? copy_file_at(from, to, name.c_str(), copy_error)
+                        : S_ISLNK(info.st_mode) ? copy_symlink_at(from, to, name.c_str(), copy_error)
                                                 : false;
     if (copied) {
       carried.emplace(name, info);
@@ -482,56 +274,95 @@ inline std::optional<StagedDirectory> publish_once(StagedDirectory& staged, cons
                   "); " + target.string() + " is unchanged");
     }
   }
-  ::fchmod(staged.fd(), old_tree.st_mode & 07777);
-  if (sync) ::fsync(staged.fd());
+  return carried;
+}
 
-  if (pd::rename_at(AT_FDCWD, staged.path_.c_str(), AT_FDCWD, target.c_str(), pd::kRenameExchange) != 0) {
-    const int error = errno;
-    if (error == EINVAL || error == ENOSYS || error == EXDEV || error == EBUSY || error == ENOTSUP) {
-      throw CannotExchange("tracetorch: cannot publish into " + target.string() +
-                           ": exchanging it with its staging directory failed: " + std::generic_category().message(error));
-    }
-    if (error == ENOENT) return retry = true, std::nullopt;  // removed by someone who does not lock
-    pd::fail("cannot exchange " + staged.path_.string() + " with", target, error);
+/// Exchanges `staged` with its target. False where the target was removed meanwhile (by someone
+/// who does not lock: retry); CannotExchange where the filesystem refuses the exchange.
+inline bool exchange_with_target(const StagedDirectory& staged) {
+  const auto& target = staged.target();
+  if (rename_at(AT_FDCWD, staged.path().c_str(), AT_FDCWD, target.c_str(), kRenameExchange) == 0) return true;
+  const int error = errno;
+  if (error == EINVAL || error == ENOSYS || error == EXDEV || error == EBUSY || error == ENOTSUP) {
+    throw CannotExchange("tracetorch: cannot publish into " + target.string() +
+                         ": exchanging it with its staging directory failed: " + std::generic_category().message(error));
   }
+  if (error == ENOENT) return false;  // removed by someone who does not lock
+  fail("cannot exchange " + staged.path().string() + " with", target, error);
+}
 
-  // The replaced tree is at the staging name now, and from here on never removed by accident:
-  // it may hold directories of the target's that are not moved back yet.
-  const pd::UniqueFd new_tree(staged.fd_.release());  // locked until the moves are done
-  StagedDirectory replaced(target, staged.path_, std::move(lock->fd_));
-  // What the replaced tree still holds that the new tree keeps (directories, entries made or
-  // replaced after they were linked) moves over; the links it shares with the new tree go, so
-  // that it holds only what the new tree replaced or refused.
+/// After the exchange: what the replaced tree still holds that the new tree (`new_tree`) keeps
+/// (directories, entries made or replaced after they were linked) moves over; the links it
+/// shares with the new tree go, so that it holds only what the new tree replaced or refused.
+/// Returns the first failure ("<path>: <cause>"), empty where none.
+inline std::string move_over_kept_entries(const StagedDirectory& replaced, int new_tree, const Carried& carried,
+                                          const CarryOver& carry_over) {
   std::string failed;
   try {
-    for (const auto& name : pd::entries_of(replaced.fd())) {
+    for (const auto& name : entries_of(replaced.fd())) {
       if (!carry_over(name)) continue;
       struct stat now {};
       if (::fstatat(replaced.fd(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) continue;
       const auto found = carried.find(name);
       int moved = 0;
-      if (found != carried.end() && pd::same_inode(found->second, now)) {
+      if (found != carried.end() && same_inode(found->second, now)) {
         moved = ::unlinkat(replaced.fd(), name.c_str(), 0);
       } else if (found != carried.end()) {
-        moved = ::renameat(replaced.fd(), name.c_str(), new_tree.get(), name.c_str());  // newer than the one kept
-      } else if (!pd::exists_at(new_tree.get(), name.c_str())) {
-        moved = pd::rename_at(replaced.fd(), name.c_str(), new_tree.get(), name.c_str(), pd::kRenameNoReplace);
+        moved = ::renameat(replaced.fd(), name.c_str(), new_tree, name.c_str());  // newer than the one kept
+      } else if (!exists_at(new_tree, name.c_str())) {
+        moved = rename_at(replaced.fd(), name.c_str(), new_tree, name.c_str(), kRenameNoReplace);
       }
       if (moved != 0 && errno != ENOENT && failed.empty()) {
-        failed = (replaced.path_ / name).string() + ": " + std::generic_category().message(errno);
+        failed = (replaced.path() / name).string() + ": " + std::generic_category().message(errno);
       }
     }
   } catch (const std::exception& error) {  // from carry_over, or out of memory
     failed = error.what();
   }
-  if (sync) pd::sync_directory(parent);  // after the moves: the user's directories are away only briefly
+  return failed;
+}
+
+/// Renames the replaced tree to a kept name (it holds an entry the new tree should have);
+/// returns where it is now (its staging name where the rename failed).
+inline std::filesystem::path keep_replaced_tree(const StagedDirectory& replaced) {
+  const auto kept = replaced.target().parent_path() / kept_name(replaced.target().filename().string());
+  std::error_code ec;
+  std::filesystem::rename(replaced.path(), kept, ec);
+  return ec ? replaced.path() : kept;
+}
+
+}  // namespace publish_detail
+
+/// One attempt of publish(); `retry` is set where the target appeared or changed meanwhile.
+inline std::optional<StagedDirectory> publish_once(StagedDirectory& staged, const CarryOver& carry_over, bool sync,
+                                                   std::chrono::milliseconds timeout, bool& retry) {
+  namespace pd = publish_detail;
+  retry = false;
+  const auto& target = staged.target_;
+  auto lock = DirectoryLock::if_exists(target, LockMode::exclusive, timeout);
+  if (!lock) {  // a first tree
+    if (!pd::rename_first_tree(staged, carry_over, sync)) return retry = true, std::nullopt;
+    staged.fd_.reset();  // published: unlocked, and no longer removed on destruction
+    return std::nullopt;
+  }
+  pd::check_exchangeable(target, lock->identity());
+  remove_abandoned_staging(staged, lock->fd(), carry_over);
+  const pd::Carried carried = pd::link_carried_entries(lock->fd(), staged.fd(), target, carry_over);
+  ::fchmod(staged.fd(), lock->identity().st_mode & 07777);
+  if (sync) ::fsync(staged.fd());
+  if (!pd::exchange_with_target(staged)) return retry = true, std::nullopt;
+
+  // The replaced tree is at the staging name now, and from here on never removed by accident:
+  // it may hold directories of the target's that are not moved back yet.
+  const pd::UniqueFd new_tree(staged.fd_.release());  // locked until the moves are done
+  StagedDirectory replaced(target, staged.path_, std::move(*lock));
+  const std::string failed = pd::move_over_kept_entries(replaced, new_tree.get(), carried, carry_over);
+  if (sync) pd::sync_directory(target.parent_path());  // after the moves: the user's directories are away only briefly
   if (!failed.empty()) {
-    const auto kept = parent / ("." + target.filename().string() + ".tracetorch-kept-" + pd::random_hex());
-    std::error_code ec;
-    std::filesystem::rename(replaced.path_, kept, ec);
+    const auto kept = pd::keep_replaced_tree(replaced);
     replaced.fd_.reset();  // never removed: it holds an entry the new tree should have
     throw Error("tracetorch: published " + target.string() + ", but could not move an entry of the replaced tree into it: " +
-                failed + "; the replaced tree is kept as " + (ec ? replaced.path_ : kept).string());
+                failed + "; the replaced tree is kept as " + kept.string());
   }
   return replaced;
 }
