@@ -175,8 +175,8 @@ inline TensorDiff compare_value(const Trace& ref, const Trace& cand, AlignedValu
   TensorDiff d = std::move(value.diff);
   const TraceSlot* r = value.reference;
   const TraceSlot* c = value.candidate;
-  if (r != nullptr) d.reference_shape = r->is_tensor ? shape_text(r->shape) : r->text;
-  if (c != nullptr) d.candidate_shape = c->is_tensor ? shape_text(c->shape) : c->text;
+  if (r != nullptr) d.reference_shape = r->is_tensor ? shape_for_message(r->shape) : r->text;
+  if (c != nullptr) d.candidate_shape = c->is_tensor ? shape_for_message(c->shape) : c->text;
   if (r != nullptr) d.reference_dtype = r->dtype;
   if (c != nullptr) d.candidate_dtype = c->dtype;
   if (r == nullptr || c == nullptr) {

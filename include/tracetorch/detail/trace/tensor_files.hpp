@@ -23,15 +23,9 @@
 #include "tracetorch/detail/io/safetensors_file.hpp"
 #include "tracetorch/detail/repr/tensor_repr.hpp"
 #include "tracetorch/detail/repr/torch_names.hpp"
+#include "tracetorch/detail/text/message_text.hpp"  // shape_for_message: "[2, 7, 64]"
 
 namespace tracetorch::detail {
-
-/// "[2, 7, 64]": a shape as the report writes it.
-inline std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
 
 /// Loads a trace tensor's file and checks it against what the JSON says about it.
 inline torch::Tensor load_trace_tensor(const Trace& trace, const TraceSlot& slot) {
@@ -39,8 +33,8 @@ inline torch::Tensor load_trace_tensor(const Trace& trace, const TraceSlot& slot
   auto tensor = safetensors::load_single(path, trace_format::kTensorKey);
   const std::vector<std::int64_t> sizes(tensor.sizes().begin(), tensor.sizes().end());
   if (sizes != slot.shape) {
-    throw Error("tracetorch: " + path.string() + ": holds shape " + shape_text(sizes) + " but " +
-                trace.json_file.string() + " says " + shape_text(slot.shape));
+    throw Error("tracetorch: " + path.string() + ": holds shape " + shape_for_message(sizes) + " but " +
+                trace.json_file.string() + " says " + shape_for_message(slot.shape));
   }
   if (dtype_repr(tensor.scalar_type()) != slot.dtype) {
     throw Error("tracetorch: " + path.string() + ": holds " + dtype_repr(tensor.scalar_type()) + " but " +
