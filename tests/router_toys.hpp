@@ -166,6 +166,14 @@ inline std::int64_t weights_index_of_output(const std::vector<torch::Tensor>& ou
 /// A wrong index function: past the end without a cache.
 inline std::int64_t always_two(const tracetorch::CallKeywords&) { return 2; }
 
+/// Returns (hidden, step count, weights): an index function reading element 1 names no tensor.
+struct CountingBlockImpl : torch::nn::Module {
+  std::tuple<torch::Tensor, std::int64_t, torch::Tensor> forward(const torch::Tensor& h, const VarBlockKeywords& kw = {}) {
+    return {h, *kw.use_cache ? 1 : 0, torch::softmax(h, -1)};
+  }
+};
+TRACEABLE(CountingBlock);
+
 struct VarOutput {
   torch::Tensor last_hidden_state;
   std::optional<std::vector<torch::Tensor>> attentions;
@@ -195,6 +203,21 @@ TRACEABLE(KeywordIndexModel);
 TRACEABLE(OutputIndexModel);
 TRACEABLE(LastIndexModel);
 TRACEABLE(WrongIndexModel);
+
+/// Calls its CountingBlock with use_cache true, then false: the second index names the count.
+struct NotTensorIndexModelImpl : torch::nn::Module {
+  static constexpr auto can_record_outputs =
+      tracetorch::output_records(tracetorch::record<"attentions", tracetorch::OutputRecorder<CountingBlock, weights_index>>());
+  NotTensorIndexModelImpl() { block = register_module("block", CountingBlock()); }
+  VarOutput forward(const torch::Tensor& x, const tracetorch::OutputOptions& options = {}) {
+    return tracetorch::capture_outputs(*this, options, [&] {
+      block(x, {.use_cache = true});
+      return VarOutput{.last_hidden_state = std::get<0>(block(x, {.use_cache = false}))};
+    });
+  }
+  CountingBlock block{nullptr};
+};
+TRACEABLE(NotTensorIndexModel);
 
 /// A block around a VarBlock: called with use_cache, it calls the inner one without, so an index
 /// function's answers nest.

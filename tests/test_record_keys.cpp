@@ -143,6 +143,12 @@ DOCTEST_TEST_CASE("index functions: the recorded element of a list whose length 
                                  doctest::Contains("recorder index 2 is out of range for block's output of 2 element(s)"),
                                  tracetorch::Error);
   }
+  DOCTEST_SUBCASE("an index naming an element that is not a tensor is an error naming the module") {
+    DOCTEST_CHECK_THROWS_WITH_AS(NotTensorIndexModel()(x, {.output_attentions = true}),
+                                 doctest::Contains("recorder index 1 names an element of block's output that is not a tensor"),
+                                 tracetorch::Error);
+    DOCTEST_CHECK_NOTHROW(NotTensorIndexModel()(x));  // nothing asked for: nothing read
+  }
 }
 
 DOCTEST_TEST_CASE("index functions: nested calls each get their own call's index") {
