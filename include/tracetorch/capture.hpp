@@ -41,8 +41,10 @@
 namespace tracetorch {
 
 /// transformers' `@capture_outputs` around a base model's forward body. `model` is the model
-/// (usually `*this`), whose class declares `static constexpr auto can_record_outputs`. Nothing
-/// requested: the body runs with no collection work at all.
+/// (usually `*this`), whose class declares `static constexpr auto can_record_outputs`. Each key
+/// is asked for by its flag: output_hidden_states, output_attentions (also for cross_attentions),
+/// and `output_<key>` for any other key (`.output = {{"router_logits", true}}`, else the config's
+/// `output_router_logits`). Nothing requested: the body runs with no collection work at all.
 /// \code
 /// return tracetorch::capture_outputs(*this, options, [&] { return BaseModelOutputWithPast{norm(h)}; },
 ///                                    tracetorch::CaptureSettings{.tie_last_hidden_states = false});
@@ -60,9 +62,12 @@ auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, Ca
                 "`static constexpr auto can_record_outputs = tracetorch::output_records(...)`");
   static_assert(detail::has_output_fields<Out>,
                 "tracetorch::capture_outputs: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
+  using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
+  static_assert(detail::record_fields_declared<Out>(static_cast<Records*>(nullptr)));
   (void)detail::capturing_model_registered<std::remove_cv_t<Model>>;  // so that an outer model's recorders stop here
-  const ResolvedOutputs wanted = detail::resolve_output_options(model, options);
-  if (!wanted.hidden_states.any() && !wanted.attentions) return body();
+  detail::check_output_keys(options);
+  const ResolvedOutputs wanted = detail::resolve_output_options<Out>(model, options);
+  if (!wanted.any()) return body();
   return detail::run_capture(model, wanted, body, settings);
 #endif
 }

@@ -18,7 +18,9 @@
 #include <torch/torch.h>
 
 #include <cstddef>
+#include <string>
 
+#include "tracetorch/detail/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/output_fields.hpp"
 #include "tracetorch/detail/capture/output_options.hpp"
 #include "tracetorch/detail/capture/to_tuple.hpp"
@@ -37,6 +39,7 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
     }
   }
   if (options.output_attentions) visit("output_attentions", *options.output_attentions);
+  for (const auto& flag : options.output) visit("output_" + std::string(flag.key.name()), flag.value);
   if (options.use_cache) visit("use_cache", *options.use_cache);
   if (options.return_dict) visit("return_dict", *options.return_dict);
   if (options.debug_io) visit("debug_io", *options.debug_io);
@@ -44,15 +47,20 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
   if (options.prune_layers) visit("prune_layers", *options.prune_layers);
 }
 
-/// output_hidden_states / output_attentions / return_dict from the call's options, else the
-/// model's `config` (a bool or std::optional<bool> member of that name), else false (return_dict:
-/// true).
+/// output_hidden_states / output_attentions / return_dict, and `output_<key>` for the record
+/// map's other keys, from the call's options, else the model's `config` (a bool or
+/// std::optional<bool> member of that name), else false (return_dict: true). The other keys'
+/// config flags are read through the output struct `Out`: by default the return type of the
+/// model's forward; name it where the forward is overloaded.
 /// \code
 /// const bool as_tuple = !tracetorch::resolve_output_options(*this, options).return_dict;
+/// const bool router = tracetorch::resolve_output_options<MoeModelOutput>(*this, options).wants("router_logits");
 /// \endcode
-template <class Model>
+template <class Out = detail::deduce_output, class Model>
 ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
-  return detail::resolve_output_options(model, options);
+  using Output = detail::model_output_t<Out, Model>;
+  detail::check_output_keys(options);
+  return detail::resolve_output_options<Output>(model, options);
 }
 
 /// The tuple form of an output struct, in field order (through Boost.PFR).
@@ -89,7 +97,8 @@ const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
 
 /// Declares an output struct's fields, in declaration order, after the struct (in its
 /// namespace): the C++ form of a transformers ModelOutput dataclass. Traces show the struct as
-/// an object keyed by field name with None fields left out; capture_outputs finds fields by name.
+/// an object keyed by field name with None fields left out; capture_outputs finds fields by name
+/// and reads a record key's `output_<field>` flag from the model's config.
 #define TRACETORCH_OUTPUT(Type, ...)                                                                            \
   template <class Visitor>                                                                                      \
   void tracetorch_fields(const Type& value, Visitor&& visit) {                                                  \
@@ -101,4 +110,5 @@ const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
     return std::tuple<BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_NAMED_FIELD, Type,                              \
                                               BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))>{};                        \
   }                                                                                                             \
+  BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_CONFIG_FLAG, Type, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))              \
   static_assert(true)

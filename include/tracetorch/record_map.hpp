@@ -26,8 +26,9 @@ namespace tracetorch {
 template <class FieldKey, class... Recorders>
 struct OutputRecord {
   static constexpr std::string_view field = FieldKey::name;
-  static_assert(detail::is_known_field(field),
-                "tracetorch::record: the field must be hidden_states, attentions or cross_attentions");
+  static_assert(detail::is_record_key(field),
+                "tracetorch::record: a record key is the output field's name (letters, digits, _), written "
+                "without output_ (router_logits, asked for by output_router_logits)");
   static constexpr detail::OutputRole role = detail::role_of(field);
   using recorders = std::tuple<Recorders...>;
 
@@ -35,6 +36,7 @@ struct OutputRecord {
   /// position into attentions and cross_attentions (upstream's rule).
   static constexpr bool splits_cross_attentions = field == "attentions" && sizeof...(Recorders) == 2;
 
+  /// The element a recorder reads (0 for an index function, which says it per call).
   template <class Recorder>
   static constexpr int index_of() {
 #ifdef TRACETORCH_DISABLE
@@ -42,18 +44,23 @@ struct OutputRecord {
 #else
     if constexpr (!is_traceable_v<typename Recorder::original>) {
       return 0;  // OutputRecorder's static_assert said it; nothing more to add
+    } else if constexpr (detail::is_index_function<Recorder::index>) {
+      return detail::checked_recorder_index<typename Recorder::target, Recorder::index>();
     } else {
-      constexpr int written =
-          Recorder::index == detail::field_default_index ? detail::default_index_of(field) : Recorder::index;
-      return detail::checked_output_index<typename Recorder::target, written>();
+      constexpr int written = Recorder::index == detail::field_default_index ? detail::default_index_of(field)
+                                                                              : static_cast<int>(Recorder::index);
+      return detail::checked_recorder_index<typename Recorder::target, written>();
     }
 #endif
   }
-  static constexpr bool indices_checked = ((index_of<Recorders>() >= 0) && ...);
+  static constexpr bool indices_checked = ((static_cast<void>(index_of<Recorders>()), true) && ...);
 };
 
 /// A record-map entry naming its field: `record<"attentions", OutputRecorder<LlamaAttention, 1>>()`.
 /// A recorder may be given as a bare module type (`record<"hidden_states", LlamaDecoderLayer>()`).
+/// Any field of the output struct may be a key: `record<"router_logits", OutputRecorder<Router, 0>>()`
+/// is asked for by `output_router_logits`, from the call (`.output = {{"router_logits", true}}`)
+/// or the config, as upstream; a key the output struct lacks does not compile.
 /// \code
 /// tracetorch::record<"cross_attentions", tracetorch::OutputRecorder<BertSelfAttention, 1, ".crossattention.">>()
 /// \endcode

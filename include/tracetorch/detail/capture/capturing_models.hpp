@@ -17,7 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "tracetorch/detail/capture/output_options.hpp"
 #include "tracetorch/detail/capture/patch_registry.hpp"
+#include "tracetorch/detail/error.hpp"
 
 namespace tracetorch {
 
@@ -80,6 +82,38 @@ bool register_capturing_model() {
 
 template <class Model>
 inline const bool capturing_model_registered = register_capturing_model<Model>();
+
+/// The record keys some capturing model class of the program declares.
+inline std::vector<std::string_view> declared_record_keys() {
+  auto& models = capturing_models();
+  std::lock_guard lock(models.mutex);
+  std::vector<std::string_view> keys;
+  std::vector<std::pair<std::string_view, std::string_view>> targets;
+  for (const auto& type : models.types) type.recorder_targets(targets);
+  for (const auto& target : targets) {
+    if (std::find(keys.begin(), keys.end(), target.first) == keys.end()) keys.push_back(target.first);
+  }
+  return keys;
+}
+
+/// The call's `output_<key>` flags: each key once, each declared by some record map in the
+/// program (upstream passes an unknown `output_x` on through **kwargs, where a misspelling goes
+/// unseen; a model in between that lacks the key still passes it on to the sub-model that has it).
+inline void check_output_keys(const OutputOptions& options) {
+  if (options.output.empty()) return;
+  const auto declared = declared_record_keys();
+  for (std::size_t i = 0; i < options.output.size(); ++i) {
+    const auto key = options.output[i].key.name();
+    for (std::size_t j = 0; j < i; ++j) {
+      if (options.output[j].key.name() == key) throw Error("tracetorch: output_" + std::string(key) + " is given twice");
+    }
+    if (std::find(declared.begin(), declared.end(), key) != declared.end()) continue;
+    std::string known;
+    for (const auto name : declared) known += (known.empty() ? "" : ", ") + std::string(name);
+    throw Error("tracetorch: output_" + std::string(key) + ": no record map in this program declares the key `" +
+                std::string(key) + "` (declared: " + (known.empty() ? "none" : known) + ")");
+  }
+}
 
 /// Which modules start a sub-model of their own: taken once per capture, not per module.
 class SubModelTest {

@@ -22,21 +22,45 @@
 
 namespace tracetorch::detail {
 
+/// How many of `Out`'s fields are named `key`.
+template <class... Fields>
+constexpr std::size_t fields_named(std::string_view key, std::tuple<Fields...>*) {
+  return ((Fields::name == key ? 1 : 0) + ... + 0);
+}
+
+/// The field a record key fills must exist in the output struct: checked once, before anything
+/// else, so that a misspelled key is one error (the note names the record).
+template <class Out, class Record>
+constexpr bool record_field_declared() {
+  using Fields = output_fields_t<Out>;
+  static_assert(fields_named(Record::field, static_cast<Fields*>(nullptr)) == 1,
+                "tracetorch::capture_outputs: the record map names a key that is not a field of the output struct "
+                "(TRACETORCH_OUTPUT); record keys are field names, such as router_logits");
+  static_assert(!Record::splits_cross_attentions || fields_named("cross_attentions", static_cast<Fields*>(nullptr)) == 1,
+                "tracetorch::capture_outputs: two recorders under attentions fill attentions and cross_attentions: "
+                "the output struct needs a cross_attentions field");
+  return true;
+}
+
+template <class Out, class... Records>
+constexpr bool record_fields_declared(std::tuple<Records...>*) {
+  return (record_field_declared<Out, Records>() && ...);
+}
+
 template <class Record, class Field, class Out, class Value>
 void store_if_named(Out& out, Value& value) {
   if constexpr (Field::name == Record::field) {
     using Type = std::remove_cvref_t<decltype(out.*Field::member)>;
     static_assert(std::is_same_v<Type, std::optional<std::vector<torch::Tensor>>>,
                   "tracetorch::capture_outputs: a recorded field must be std::optional<std::vector<torch::Tensor>>");
-    out.*Field::member = std::move(value);
+    if constexpr (std::is_same_v<Type, std::optional<std::vector<torch::Tensor>>>) out.*Field::member = std::move(value);
   }
 }
 
-/// Moves `values` into the field named `Record::field` (found through TRACETORCH_OUTPUT).
+/// Moves `values` into the field named `Record::field` (found through TRACETORCH_OUTPUT; that it
+/// exists was checked by record_fields_declared).
 template <class Record, class Out, class Value, class... Fields>
 void store_field(Out& out, Value&& value, std::tuple<Fields...>*) {
-  constexpr std::size_t matches = ((Fields::name == Record::field ? 1 : 0) + ... + 0);
-  static_assert(matches == 1, "tracetorch::capture_outputs: the record map names a field the output struct lacks");
   (store_if_named<Record, Fields>(out, value), ...);
 }
 

@@ -4,6 +4,7 @@
 /// capture find a field (`"attentions"`, `&Output::attentions`) in a plain C++ struct.
 
 #include <boost/pfr.hpp>
+#include <boost/preprocessor/cat.hpp>
 #include <boost/preprocessor/punctuation/comma_if.hpp>
 #include <boost/preprocessor/seq/for_each.hpp>
 #include <boost/preprocessor/seq/for_each_i.hpp>
@@ -19,11 +20,17 @@
 
 namespace tracetorch::detail {
 
+/// A field's name as a type: selects the `tracetorch_output_flag` overload TRACETORCH_OUTPUT
+/// declares for that field.
+template <FixedString Name>
+struct FieldTag {};
+
 /// One field of an output struct, by name and member pointer.
 template <FixedString Name, auto Member>
 struct NamedField {
   static constexpr std::string_view name = Name.view();
   static constexpr auto member = Member;
+  using tag = FieldTag<Name>;
 };
 
 template <class T>
@@ -62,7 +69,15 @@ struct member_name<Member> {
 
 }  // namespace tracetorch::detail
 
-// TRACETORCH_OUTPUT's pieces (tracetorch/output.hpp): one visit, and one NamedField, per field.
+// TRACETORCH_OUTPUT's pieces (tracetorch/output.hpp): one visit, one NamedField, and one reader
+// of the config's `output_<field>` flag, per field. The reader's return type makes a config
+// without that member a substitution failure, which capture reads as None (upstream's getattr).
 #define TRACETORCH_DETAIL_VISIT_FIELD(r, value, field) visit(BOOST_PP_STRINGIZE(field), value.field);
+#define TRACETORCH_DETAIL_CONFIG_FLAG(r, Type, field)                                                      \
+  template <class Config>                                                                                 \
+  auto tracetorch_output_flag(const Type*, ::tracetorch::detail::FieldTag<BOOST_PP_STRINGIZE(field)>,    \
+                              const Config& config) -> decltype(config.BOOST_PP_CAT(output_, field)) {   \
+    return config.BOOST_PP_CAT(output_, field);                                                           \
+  }
 #define TRACETORCH_DETAIL_NAMED_FIELD(r, Type, i, field) \
   BOOST_PP_COMMA_IF(i)::tracetorch::detail::NamedField<BOOST_PP_STRINGIZE(field), &Type::field>

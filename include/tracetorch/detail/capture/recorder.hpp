@@ -27,7 +27,12 @@ struct replacements {
 /// counts from the end when negative, and a module returning one tensor is recorded whole;
 /// `LayerName` is matched as a substring of the module's path written with a leading dot
 /// (`".crossattention."` matches `.encoder.layer.0.crossattention.self`).
-template <class Target, int Index = 0, detail::FixedString LayerName = "">
+///
+/// `Index` may instead be a function giving the index per call (tracetorch's own: a C++ forward
+/// returns one type, so where Python's tuple changes length, the port returns a list of tensors):
+/// a function of the call's keywords, `int (const tracetorch::CallKeywords&)`, or of the target's
+/// forward output, `int (const Output&)`; a captureless lambda or a function's name.
+template <class Target, auto Index = 0, detail::FixedString LayerName = "">
 struct OutputRecorder {
 #ifndef TRACETORCH_DISABLE
   static_assert(is_traceable_v<Target>,
@@ -36,7 +41,7 @@ struct OutputRecorder {
   using target = typename std::conditional_t<is_traceable_v<Target>, detail::traced_type<Target>,
                                              std::type_identity<void>>::type;
   using original = Target;
-  static constexpr int index = Index;
+  static constexpr auto index = Index;
   static constexpr std::string_view layer_name = LayerName.view();
 };
 
@@ -48,7 +53,7 @@ template <class R>
 struct as_recorder {
   using type = OutputRecorder<R, field_default_index>;
 };
-template <class T, int I, FixedString L>
+template <class T, auto I, FixedString L>
 struct as_recorder<OutputRecorder<T, I, L>> {
   using type = OutputRecorder<T, I, L>;
 };

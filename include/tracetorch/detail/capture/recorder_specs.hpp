@@ -12,6 +12,7 @@
 
 #include "tracetorch/detail/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/output_options.hpp"
+#include "tracetorch/detail/capture/read_recorded.hpp"
 #include "tracetorch/detail/capture/recorder.hpp"
 #include "tracetorch/detail/capture/session.hpp"
 #include "tracetorch/detail/module/holder.hpp"
@@ -45,8 +46,12 @@ void resolve_targets(RecorderSpec& spec, const PatchedTargets& patched) {
 
 template <class Record, class Recorder>
 void add_recorder_spec(std::vector<RecorderSpec>& specs, std::size_t slot, const PatchedTargets& patched) {
-  RecorderSpec spec{slot, Record::role, static_cast<std::size_t>(Record::template index_of<Recorder>()),
-                    Recorder::layer_name, nullptr, {}};
+  RecorderSpec spec{.slot = slot,
+                    .role = Record::role,
+                    .index = Record::template index_of<Recorder>(),
+                    .layer_name = Recorder::layer_name,
+                    .index_from_keywords = keyword_index_function<Recorder>(),
+                    .read = recorded_reader<Recorder>()};
   resolve_targets<Recorder>(spec, patched);
   specs.push_back(std::move(spec));
 }
@@ -60,7 +65,7 @@ void add_record_specs(std::vector<RecorderSpec>& specs, std::size_t slot, const 
 template <class Record>
 void prepare_slot(const ResolvedOutputs& wanted, const PatchedTargets& patched, std::vector<RecorderSpec>& specs,
                   std::vector<CaptureSlot>& slots, std::size_t slot) {
-  const bool requested = Record::role == OutputRole::hidden_states ? wanted.hidden_states.any() : wanted.attentions;
+  const bool requested = wanted.wants(Record::field);
   slots[slot].requested = requested;
   if (requested) add_record_specs<Record>(specs, slot, patched, static_cast<typename Record::recorders*>(nullptr));
 }

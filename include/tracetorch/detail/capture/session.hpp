@@ -18,6 +18,7 @@
 
 #include "tracetorch/detail/module/attachments.hpp"
 #include "tracetorch/detail/module/call.hpp"
+#include "tracetorch/detail/capture/call_keywords.hpp"
 #include "tracetorch/detail/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/output_options.hpp"
 #include "tracetorch/detail/capture/record_index.hpp"
@@ -29,10 +30,15 @@ namespace tracetorch::detail {
 struct RecorderSpec {
   std::size_t slot;
   OutputRole role;
-  std::size_t index;
+  std::int64_t index;  // negative only for a result of run-time length: counted from its end
   std::string_view layer_name;
   bool (*is_target)(const torch::nn::Module&) = nullptr;  // isinstance(module, target); null once patched
   std::vector<std::type_index> types;                     // replacements, matched exactly
+  /// The recorder's index function of the call's keywords, else null.
+  std::int64_t (*index_from_keywords)(const CallKeywords&) = nullptr;
+  /// Reads element `index` (or the one the index function of the output says) from a result of
+  /// the target's type; null for a target with an overloaded or template forward.
+  torch::Tensor (*read)(const CallResult&, std::int64_t index, std::string_view path) = nullptr;
 };
 
 /// Upstream's layer_name test: a substring of the module's path, which upstream writes with a
@@ -73,8 +79,10 @@ class CaptureSession final : public CallObserver {
 
   bool on_enter(const Attachment& at, const CallArgs& args) override {
     if (std::this_thread::get_id() != owner_) return false;  // another thread's forward: not ours
-    ++calls_;
     const auto& spec = specs_[at.tag];
+    // Calls on one thread nest, so the index of the call now ending is always the last one pushed.
+    if (spec.index_from_keywords != nullptr) keyword_indices_.push_back(spec.index_from_keywords(keywords_of(args)));
+    ++calls_;
     auto& slot = slots_[spec.slot];
     if (spec.role == OutputRole::hidden_states && slot.positions == 0 && !slot.has_first_input) {
       slot.first_layer_input = args.tensor(0);
@@ -86,7 +94,13 @@ class CaptureSession final : public CallObserver {
   void on_exit(const Attachment& at, const CallResult& result) override {
     const auto& spec = specs_[at.tag];
     auto& slot = slots_[spec.slot];
-    torch::Tensor value = result.tensor(spec.index);
+    std::int64_t index = spec.index;
+    if (spec.index_from_keywords != nullptr) {
+      index = keyword_indices_.back();
+      keyword_indices_.pop_back();
+    }
+    torch::Tensor value = spec.read != nullptr ? spec.read(result, index, at.module_path)
+                                               : result.tensor(static_cast<std::size_t>(index));
     if (spec.role == OutputRole::hidden_states) {
       if (slot.positions == 0) add_hidden(slot, std::move(slot.first_layer_input));
       add_hidden(slot, std::move(value));
@@ -95,7 +109,9 @@ class CaptureSession final : public CallObserver {
     }
   }
 
-  void on_unwind(const Attachment&) noexcept override {}
+  void on_unwind(const Attachment& at) noexcept override {
+    if (specs_[at.tag].index_from_keywords != nullptr) keyword_indices_.pop_back();
+  }
 
   void detach() noexcept { attachments_.detach(); }
   std::vector<CaptureSlot>& slots() noexcept { return slots_; }
@@ -148,6 +164,7 @@ class CaptureSession final : public CallObserver {
   std::size_t attached_count_ = 0;  // only for check_something_was_seen's message
   std::string first_attached_;
   std::size_t calls_ = 0;
+  std::vector<std::int64_t> keyword_indices_;  // of the calls under way, innermost last
   AttachmentSet attachments_;
 };
 

@@ -178,6 +178,9 @@ class CallResultOf final : public CallResult {
   }
 
   void visit(ValueVisitor& visitor) const override { visit_value(result_, visitor); }
+  /// The result itself, for an observer that knows the forward's type (output capture's
+  /// index functions).
+  const R& value() const noexcept { return result_; }
 
  private:
   const R& result_;
