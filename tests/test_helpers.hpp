@@ -72,7 +72,7 @@ class TempDir {
 
 /// Every entry of a directory: name -> contents ("<dir>" for a directory). The debugger's spares
 /// (reuse_previous_files: the files earlier traces replaced, kept while the process runs) are
-/// not part of a trace and left out; test_debugger.cpp tests them.
+/// not part of a trace and left out; test_debugger_trace_files.cpp tests them.
 inline std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
   std::map<std::string, std::string> out;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

@@ -1,5 +1,6 @@
 // tracetorch/python_repr.hpp against Python's own output: tests/data/repr_cases.json (written by
-// tests/data/make_repr_cases.py under torch 1.13.1) and the tiny Llama trace fixtures.
+// tests/data/make_repr_cases.py under torch 1.13.1) and the tiny Llama trace fixtures. The exact
+// float formatting underneath: test_python_repr_numbers.cpp; JSON text: test_text_json.cpp.
 
 #include <doctest/doctest.h>
 
@@ -20,7 +21,6 @@
 #include <string_view>
 #include <vector>
 
-#include "tracetorch/detail/text/python_json.hpp"
 #include "tracetorch/python_repr.hpp"
 
 namespace {
@@ -338,73 +338,4 @@ DOCTEST_TEST_CASE("every tensor of the tiny Llama trace prints as in the Python 
   int checked = 0;
   compare_trace(repr, st, kData / "tiny_llama/trace_st", "root", checked);
   DOCTEST_CHECK_GE(checked, 100);
-}
-
-DOCTEST_TEST_CASE("the exact fast path for float32 values formats as std::to_chars (Python's correctly rounded digits)") {
-  // Random bit patterns, values near powers of ten, exact decimal ties (x.5 at the last place)
-  // and integers, in both notations and the precisions print uses (4, and 0 for int mode).
-  std::uint32_t state = 12345;
-  const auto next = [&] { return state = state * 1664525u + 1013904223u; };
-  long fast = 0, mismatches = 0;
-  for (int i = 0; i < 200'000; ++i) {
-    float value = 0;
-    switch (i % 4) {
-      case 0: {
-        const std::uint32_t bits = next();
-        std::memcpy(&value, &bits, sizeof value);
-        break;
-      }
-      case 1: value = std::ldexp(static_cast<float>(next() % 1'000'000) / 997.0f, static_cast<int>(next() % 60) - 40); break;
-      case 2: value = static_cast<float>(static_cast<int>(next() % 2'000'001) - 1'000'000) / static_cast<float>(1 << (next() % 20)); break;
-      default: value = static_cast<float>(static_cast<int>(next() % 200'001) - 100'000) * std::pow(10.0f, static_cast<float>(static_cast<int>(next() % 16) - 10));
-    }
-    for (const bool sci : {false, true}) {
-      for (const int precision : {0, 4}) {
-        char mine[64], reference[512];
-        const std::size_t length = tracetorch::detail::format_float_exactly(mine, value, sci, precision);
-        if (length == 0) continue;
-        ++fast;
-        const auto end = std::to_chars(reference, reference + sizeof reference, static_cast<double>(value),
-                                       sci ? std::chars_format::scientific : std::chars_format::fixed, precision).ptr;
-        if (std::string_view(mine, length) != std::string_view(reference, static_cast<std::size_t>(end - reference))) {
-          if (++mismatches <= 5) DOCTEST_MESSAGE(value << " sci " << sci << " precision " << precision);
-        }
-      }
-    }
-  }
-  DOCTEST_CHECK(mismatches == 0);
-  DOCTEST_CHECK(fast > 400'000);  // the fast path is taken for most values
-  // And where it does not apply: doubles a float cannot hold, non-finite values.
-  char out[64];
-  DOCTEST_CHECK(tracetorch::detail::format_float_exactly(out, 0.1, true, 4) == 0);
-  DOCTEST_CHECK(tracetorch::detail::format_float_exactly(out, std::numeric_limits<double>::infinity(), true, 4) == 0);
-  DOCTEST_CHECK(tracetorch::detail::format_float_exactly(out, 1e30, true, 4) == 0);
-}
-
-DOCTEST_TEST_CASE("JSON strings are written as Python's json.dumps writes them, ill-formed UTF-8 as errors='replace'") {
-  // Expected texts from Python 3.11: json.dumps(data.decode("utf-8", "replace")). The same
-  // writer serves the trace files and the safetensors header (which refuses ill-formed names).
-  const auto json_string = [](std::string_view bytes, bool well_formed) {
-    std::string out;
-    DOCTEST_CHECK_EQ(tracetorch::detail::append_json_string(out, bytes), well_formed);
-    return out;
-  };
-  DOCTEST_CHECK_EQ(json_string("plain", true), R"("plain")");
-  DOCTEST_CHECK_EQ(json_string("a\"b\\c\n\x01\x7f\xc3\xa9\xf0\x9f\x98\x80/", true),
-                   R"("a\"b\\c\n\u0001\u007f\u00e9\ud83d\ude00/")");
-  DOCTEST_CHECK_EQ(json_string("a\xff" "b", false), R"("a\ufffdb")");
-  DOCTEST_CHECK_EQ(json_string("a\xe2\x82z", false), R"("a\ufffdz")");  // one U+FFFD per ill-formed run
-  DOCTEST_CHECK_EQ(json_string("\xe2\x82", false), R"("\ufffd")");
-  DOCTEST_CHECK_EQ(json_string("\xc0\x80", false), R"("\ufffd\ufffd")");              // overlong NUL
-  DOCTEST_CHECK_EQ(json_string("\xed\xa0\x80", false), R"("\ufffd\ufffd\ufffd")");    // encoded surrogate
-  DOCTEST_CHECK_EQ(json_string("\xf4\x90\x80\x80", false), R"("\ufffd\ufffd\ufffd\ufffd")");  // above U+10FFFF
-  DOCTEST_CHECK_EQ(json_string("\xf8\x88\x80\x80\x80", false), R"("\ufffd\ufffd\ufffd\ufffd\ufffd")");
-  DOCTEST_CHECK_EQ(json_string("\xe0\x80", false), R"("\ufffd\ufffd")");
-  DOCTEST_CHECK_EQ(json_string("\xf0\x9f\x98", false), R"("\ufffd")");  // truncated at the end
-
-  // json.dumps({"a": [1, 2.5, "\u00e9", None, True, 1e-06], "b": {}, "c": []}, indent=2)
-  std::string out;
-  tracetorch::detail::append_python_json(out, json::parse(R"({"a": [1, 2.5, "\u00e9", null, true, 1e-06], "b": {}, "c": []})"), 0, false);
-  DOCTEST_CHECK_EQ(out, "{\n  \"a\": [\n    1,\n    2.5,\n    \"\\u00e9\",\n    null,\n    true,\n    1e-06\n  ],\n"
-                        "  \"b\": {},\n  \"c\": []\n}");
 }

@@ -22,18 +22,20 @@
 ///
 /// A misspelled keyword does not compile: the compiler reports that the braced list cannot
 /// convert to `const DecoderLayerKeywords&` (compile_fail/keyword_misspelled.cpp).
+///
+/// How the fields are visited (a Keyword only when passed) is detail/module/keyword_fields.hpp.
 
 #include <boost/pfr/core.hpp>
 #include <boost/preprocessor/seq/for_each.hpp>
-#include <boost/preprocessor/stringize.hpp>
 #include <boost/preprocessor/variadic/size.hpp>
 #include <boost/preprocessor/variadic/to_seq.hpp>
 
 #include <cstddef>
 #include <optional>
-#include <string_view>
 #include <type_traits>
 #include <utility>
+
+#include "tracetorch/detail/module/keyword_fields.hpp"  // visit_keyword_field, TRACETORCH_DETAIL_VISIT_KEYWORD
 
 namespace tracetorch {
 
@@ -119,36 +121,7 @@ class Keyword {
   bool has_value_ = false;
 };
 
-namespace detail {
-
-template <class T>
-inline constexpr bool is_keyword_v = false;
-template <class T>
-inline constexpr bool is_keyword_v<Keyword<T>> = true;
-
-/// Calls `visit(name, value)` for a field that counts as passed: a Keyword the caller passed (None
-/// as `nullptr`), an engaged optional, or any other field.
-template <class Visit, class Field>
-void visit_keyword_field(Visit& visit, std::string_view name, const Field& field) {
-  if constexpr (is_keyword_v<Field>) {
-    if (!field.passed()) return;
-    if (field.is_none()) {
-      visit(name, nullptr);
-    } else {
-      visit(name, field.value());
-    }
-  } else if constexpr (requires { field.has_value(); typename Field::value_type; }) {
-    if (field.has_value()) visit(name, *field);
-  } else {
-    visit(name, field);
-  }
-}
-
-}  // namespace detail
 }  // namespace tracetorch
-
-#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field) \
-  ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field);
 
 /// Declares a keyword struct's fields, in declaration order, after the struct (in its namespace):
 /// a trace then shows the struct, passed to a forward, as Python keyword arguments.

@@ -14,6 +14,9 @@
 /// `gelu_accurate` and `gelu_pytorch_tanh` (LibTorch's tanh-approximate GELU kernel) are the same
 /// function in exact arithmetic and differ by up to 2.4e-7 in float32, enough to change a printed
 /// tensor's last digit.
+///
+/// The module shapes the classes are made from (one formula; kernel or written-out formula) are
+/// detail/nn/activation_modules.hpp.
 
 #include <torch/torch.h>
 
@@ -24,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tracetorch/detail/nn/activation_modules.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/nn/layers.hpp"
@@ -68,36 +72,6 @@ inline torch::Tensor relu2(const torch::Tensor& input) { return torch::square(to
 }  // namespace tracetorch::nn::functional
 
 namespace tracetorch::nn {
-namespace detail {
-
-/// A parameterless activation module: `forward` applies `Formula`, `pretty_print` shows the
-/// Python repr `Name()` (transformers' activations have no extra_repr).
-template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Formula)(const torch::Tensor&)>
-struct FormulaActivation : torch::nn::Cloneable<Derived> {
-  void reset() override {}
-  torch::Tensor forward(const torch::Tensor& input) { return Formula(input); }
-  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
-};
-
-/// LibTorch's kernel, or upstream's formula written out when the Python flag (`use_gelu_python`,
-/// `use_gelu_tanh_python`) asks for it.
-template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Kernel)(const torch::Tensor&),
-          torch::Tensor (*WrittenOut)(const torch::Tensor&)>
-struct KernelOrFormulaActivation : torch::nn::Cloneable<Derived> {
-  explicit KernelOrFormulaActivation(bool written_out) : written_out(written_out) {}
-  void reset() override {}
-  torch::Tensor forward(const torch::Tensor& input) { return written_out ? WrittenOut(input) : Kernel(input); }
-  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
-  bool written_out;
-};
-
-inline torch::Tensor identity(const torch::Tensor& input) { return input; }
-inline torch::Tensor plain_gelu(const torch::Tensor& input) { return torch::gelu(input); }
-inline torch::Tensor tanh_gelu(const torch::Tensor& input) { return torch::gelu(input, "tanh"); }
-inline torch::Tensor silu(const torch::Tensor& input) { return torch::silu(input); }
-inline torch::Tensor mish(const torch::Tensor& input) { return torch::mish(input); }
-
-}  // namespace detail
 
 // One Impl per Python class; the traced holder carries the Python class name.
 #define TRACETORCH_DETAIL_FORMULA_ACTIVATION(Name, formula)                  \
@@ -165,11 +139,6 @@ struct ClippedGELUActivationImpl : torch::nn::Cloneable<ClippedGELUActivationImp
 TRACETORCH_TRACEABLE_IMPL(ClippedGELUActivation, ClippedGELUActivationImpl);
 
 namespace detail {
-
-struct ActivationEntry {
-  std::string_view name;
-  torch::nn::AnyModule (*make)();
-};
 
 /// transformers' ACT2CLS, in its order. Left out: `prelu` is PyTorch's PReLU (use
 /// tracetorch::nn::PReLU), `xielu` has bfloat16 parameters and an optional CUDA kernel.

@@ -16,16 +16,18 @@
 /// };
 /// tracetorch::nn::state_dict(*model);   // parameters and persistent buffers, PyTorch's order
 /// \endcode
+///
+/// The walk and the strict load's checks are detail/nn/state_dict.hpp.
 
 #include <torch/torch.h>
 
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tracetorch/detail/nn/state_dict.hpp"
 #include "tracetorch/error.hpp"
 
 namespace tracetorch::nn {
@@ -65,27 +67,12 @@ inline bool is_persistent_buffer(const torch::nn::Module& module, const std::str
   return with_flags == nullptr || with_flags->is_persistent_buffer(name);
 }
 
-namespace detail {
-
-inline void collect_state_dict(const torch::nn::Module& module, const std::string& prefix,
-                               std::vector<std::pair<std::string, torch::Tensor>>& out) {
-  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
-    if (item.value().defined()) out.emplace_back(prefix + item.key(), item.value());
-  }
-  for (const auto& item : module.named_buffers(/*recurse=*/false)) {
-    if (item.value().defined() && is_persistent_buffer(module, item.key())) out.emplace_back(prefix + item.key(), item.value());
-  }
-  for (const auto& child : module.named_children()) collect_state_dict(*child.value(), prefix + child.key() + ".", out);
-}
-
-}  // namespace detail
-
 /// PyTorch's `module.state_dict()`: every defined parameter and persistent buffer by its dotted
 /// name, in PyTorch's order (a module's own parameters, then its own buffers, then each child's,
 /// depth first). The tensors are the module's own, not copies (`detach()` them to save).
 inline std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& module) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
-  detail::collect_state_dict(module, "", out);
+  detail::collect_state_dict(module, "", is_persistent_buffer, out);
   return out;
 }
 
@@ -97,28 +84,8 @@ inline std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch
 inline void load_state_dict(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors,
                             const std::string& source = "state dict") {
   const auto targets = state_dict(module);
-  std::set<std::string> expected;
-  for (const auto& [name, target] : targets) {
-    expected.insert(name);
-    const auto found = tensors.find(name);
-    if (found == tensors.end()) throw Error(source + ": missing tensor \"" + name + "\"");
-    if (found->second.sizes() != target.sizes()) {
-      std::ostringstream why;
-      why << source << ": tensor \"" << name << "\" has shape " << found->second.sizes() << " but the model expects "
-          << target.sizes();
-      throw Error(why.str());
-    }
-  }
-  for (const auto& [name, tensor] : tensors) {
-    if (expected.count(name) == 0) {
-      throw Error(source + ": unexpected tensor \"" + name + "\" (the model has no such parameter or persistent buffer)");
-    }
-  }
-  torch::NoGradGuard no_grad;
-  for (const auto& [name, target] : targets) {
-    torch::Tensor destination = target;
-    destination.copy_(tensors.at(name));
-  }
+  detail::check_state_dict_matches(targets, tensors, source);
+  detail::copy_state_dict(targets, tensors);
 }
 
 }  // namespace tracetorch::nn
