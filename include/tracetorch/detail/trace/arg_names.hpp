@@ -60,9 +60,9 @@ inline bool is_identifier(std::string_view name) {
 template <class Fail>
 std::vector<std::string> parse_names(std::string_view text, const Fail& fail) {
   std::vector<std::string> names;
-  while (true) {
-    const auto comma = text.find(',');
-    const std::string name(text.substr(0, comma));
+  for (std::string_view rest = text;;) {
+    const auto comma = rest.find(',');
+    const std::string name(rest.substr(0, comma));
     if (!is_identifier(name)) {
       throw fail(name.empty() ? "an empty name in \"" + std::string(text) + "\" (NAMES is NAME,NAME,... without spaces)"
                               : "\"" + name + "\" is not a Python identifier");
@@ -70,7 +70,7 @@ std::vector<std::string> parse_names(std::string_view text, const Fail& fail) {
     if (std::find(names.begin(), names.end(), name) != names.end()) throw fail("\"" + name + "\" is named twice");
     names.push_back(name);
     if (comma == std::string_view::npos) return names;
-    text.remove_prefix(comma + 1);
+    rest.remove_prefix(comma + 1);
   }
 }
 
