@@ -163,6 +163,8 @@ DOCTEST_TEST_CASE("--arg-names: a rule that contradicts the recorded order wins,
   auto report = tracetorch::diff_traces(python, port);
   DOCTEST_CHECK(first_divergence(report) == "M.attn inputs.kwargs.attention_mask");
   DOCTEST_CHECK(report.tensors[0].candidate_location == "inputs.args.0");
+  DOCTEST_CHECK(contains(report.text(), "  paired with the candidate's inputs.args.0 by recorded position (an --arg-names rule"));
+  DOCTEST_CHECK(report.json().at("first_divergence").at("candidate_location") == "inputs.args.0");
 
   tracetorch::DiffOptions options;
   options.arg_names = tracetorch::parse_arg_names_rules("M.attn hidden_states,attention_mask\n", "names.txt");
@@ -210,6 +212,7 @@ DOCTEST_TEST_CASE("--arg-names: values a rule aligns are compared, and a differe
   DOCTEST_CHECK(report.counts().of(tracetorch::DiffKind::values) == 1);
   DOCTEST_CHECK(report.counts().naming == 3);  // still a naming difference, and a divergence of its numbers
   DOCTEST_CHECK(contains(text, "first divergence: M.attn inputs.kwargs.hidden_states\n  out of tolerance: 1 of 2 printed values"));
+  DOCTEST_CHECK(contains(text, "\n  paired with the candidate's inputs.args.0 by rule names.txt:1\n"));
   DOCTEST_CHECK(contains(text, "verdict: differences 1, accepted 0, not accepted 1: diverges"));
 
 #ifdef TRACETORCH_DIFF

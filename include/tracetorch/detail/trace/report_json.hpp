@@ -55,6 +55,7 @@ inline void verdict(const DiffReport& report, boost::json::object& out) {
   if (report.first_divergence) {
     const auto& t = report.tensors[*report.first_divergence];
     out["first_divergence"] = {{"module_path", t.module_path}, {"call", t.call}, {"location", t.location},
+                               {"candidate_location", t.naming_differs() ? t.candidate_location : t.location},
                                {"status", to_string(t.status)}, {"index", *report.first_divergence}};
   } else {
     out["first_divergence"] = nullptr;

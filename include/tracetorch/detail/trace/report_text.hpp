@@ -63,6 +63,13 @@ inline void first_divergence(const DiffReport& report, const DiffCounts& n, std:
     const auto& t = report.tensors[*report.first_divergence];
     out += "first divergence: " + t.where() + "\n";
     out += "  " + detail_line(t) + "\n";
+    // A pair made across two names may be the wrong pair: say how it was made.
+    if (t.naming_differs()) {
+      out += "  paired with the candidate's " + t.candidate_location +
+             (t.naming_rule ? " by rule " + report.arg_names[*t.naming_rule].origin()
+                            : std::string(" by recorded position (an --arg-names rule can say which keyword each position is)")) +
+             "\n";
+    }
   } else if (n.not_accepted > 0) {  // only missing calls that recorded no value
     for (const auto& c : report.missing_calls) {
       if (c.accepted_by) continue;
