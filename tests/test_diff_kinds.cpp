@@ -53,7 +53,7 @@ fs::path write_trace(const fs::path& dir, bool candidate) {
 
 DOCTEST_TEST_SUITE("diff kinds") {
 
-DOCTEST_TEST_CASE("one difference of each kind: each counted once; the summary, the JSON and the exit status agree") {
+DOCTEST_TEST_CASE("one difference of each kind: each counted once, and the summary, the JSON and the exit status agree") {
   tracetorch_test::TempDir dir;
   const auto ref = write_trace(dir / "ref", false);
   const auto cand = write_trace(dir / "cand", true);

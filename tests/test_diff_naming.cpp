@@ -224,7 +224,7 @@ DOCTEST_TEST_CASE("--arg-names: values a rule aligns are compared, and a differe
 #endif
 }
 
-DOCTEST_TEST_CASE("--arg-names: stale rules are reported without changing the verdict; a malformed file exits 2 naming file and line") {
+DOCTEST_TEST_CASE("--arg-names: stale rules are reported without changing the verdict, a malformed file exits 2 naming file and line") {
   TempDir dir;
   const auto python = write_trace(dir / "python", python_inputs());
   const auto port = write_trace(dir / "port", port_inputs());

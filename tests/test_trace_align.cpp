@@ -80,7 +80,7 @@ std::vector<std::string> rows(const Alignment& alignment) {
 
 DOCTEST_TEST_SUITE("trace align") {
 
-DOCTEST_TEST_CASE("the k-th call of a path meets the k-th; an extra call's values come after the reference's") {
+DOCTEST_TEST_CASE("the k-th call of a path meets the k-th, and an extra call's values come after the reference's") {
   TraceBuilder ref, cand;
   for (int i = 0; i < 2; ++i) ref.call("M.f", {slot("inputs.args.0")}, {slot("outputs")});
   for (int i = 0; i < 3; ++i) cand.call("M.f", {slot("inputs.args.0")}, {slot("outputs")});
@@ -105,7 +105,7 @@ DOCTEST_TEST_CASE("the k-th call of a path meets the k-th; an extra call's value
   DOCTEST_CHECK((reverse.missing_calls.size() == 1 && reverse.missing_calls[0].in_reference));
 }
 
-DOCTEST_TEST_CASE("values pair by location; one-sided values stay in their call, the candidate's at the call's end") {
+DOCTEST_TEST_CASE("values pair by location: one-sided values stay in their call, the candidate's at the call's end") {
   TraceBuilder ref, cand;
   ref.call("A", {slot("inputs.args.0")}, {slot("outputs")}).call("B", {slot("inputs.args.0")}, {slot("outputs.0"), slot("outputs.1")});
   cand.call("A", {slot("inputs.args.0"), slot("inputs.kwargs.mask", "None")}, {slot("outputs")})
