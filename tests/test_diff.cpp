@@ -484,7 +484,7 @@ DOCTEST_TEST_CASE("the JSON report and the progress callback") {
 #endif
 }
 
-DOCTEST_TEST_CASE("every mismatch kind is counted: a non-tensor value, calls on one side only; the summary agrees with the verdict") {
+DOCTEST_TEST_CASE("every mismatch kind is counted: a non-tensor value, calls on one side only, and the summary agrees with the verdict") {
   TempDir dir;
   const auto ref = write_trace(dir / "ref", cache_model("DynamicCache(layers=[DynamicLayer])", true));
   // The port's cache prints another repr, M.b is not called and M.c is extra: no tensor is out of tolerance.
@@ -622,7 +622,7 @@ DOCTEST_TEST_CASE("accept rules: parsed with file and line, globs, malformed fil
   DOCTEST_CHECK_THROWS_AS(tracetorch::load_accept_rules("/nonexistent/rules.txt"), tracetorch::Error);
 }
 
-DOCTEST_TEST_CASE("accepted differences: reported with their reason, not failing; stale rules reported; a bad rules file exits 2") {
+DOCTEST_TEST_CASE("accepted differences: reported with their reason, not failing, stale rules reported, a bad rules file exits 2") {
   TempDir dir;
   const auto ref = write_trace(dir / "ref", cache_model("DynamicCache(layers=[DynamicLayer])", true));
   const auto cand = write_trace(dir / "cand", cache_model("KVCache(1)", false));

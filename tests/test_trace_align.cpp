@@ -1,10 +1,11 @@
 // include/tracetorch/detail/trace/align.hpp and format.hpp: aligning two traces, on traces built
 // in memory (no JSON, no file): calls by renamed path and call order, values by location, and
-// args.N against kwargs.NAME by position.
+// args.N against kwargs.NAME by position or by an argument-name rule (arg_names.hpp).
 
 #include <doctest/doctest.h>
 
 #include <tracetorch/detail/trace/align.hpp>
+#include <tracetorch/detail/trace/arg_names.hpp>
 #include <tracetorch/detail/trace/format.hpp>
 
 #include <initializer_list>
@@ -56,6 +57,16 @@ struct TraceBuilder {
 
 std::string same_name(std::string path) { return path; }
 
+/// One argument-name rule, as a rules file's line would give it.
+tracetorch::ArgNamesRule names_rule(const std::string& pattern, std::vector<std::string> names, std::size_t line = 1) {
+  tracetorch::ArgNamesRule rule;
+  rule.file = "names.txt";
+  rule.line = line;
+  rule.module_pattern = pattern;
+  rule.names = std::move(names);
+  return rule;
+}
+
 /// "path location status" per aligned value, in alignment order.
 std::vector<std::string> rows(const Alignment& alignment) {
   std::vector<std::string> out;
@@ -69,7 +80,7 @@ std::vector<std::string> rows(const Alignment& alignment) {
 
 DOCTEST_TEST_SUITE("trace align") {
 
-DOCTEST_TEST_CASE("the k-th call of a path meets the k-th; an extra call's values come after the reference's") {
+DOCTEST_TEST_CASE("the k-th call of a path meets the k-th, and an extra call's values come after the reference's") {
   TraceBuilder ref, cand;
   for (int i = 0; i < 2; ++i) ref.call("M.f", {slot("inputs.args.0")}, {slot("outputs")});
   for (int i = 0; i < 3; ++i) cand.call("M.f", {slot("inputs.args.0")}, {slot("outputs")});
@@ -94,7 +105,7 @@ DOCTEST_TEST_CASE("the k-th call of a path meets the k-th; an extra call's value
   DOCTEST_CHECK((reverse.missing_calls.size() == 1 && reverse.missing_calls[0].in_reference));
 }
 
-DOCTEST_TEST_CASE("values pair by location; one-sided values stay in their call, the candidate's at the call's end") {
+DOCTEST_TEST_CASE("values pair by location: one-sided values stay in their call, the candidate's at the call's end") {
   TraceBuilder ref, cand;
   ref.call("A", {slot("inputs.args.0")}, {slot("outputs")}).call("B", {slot("inputs.args.0")}, {slot("outputs.0"), slot("outputs.1")});
   cand.call("A", {slot("inputs.args.0"), slot("inputs.kwargs.mask", "None")}, {slot("outputs")})
@@ -165,6 +176,86 @@ DOCTEST_TEST_CASE("args.N against kwargs.NAME: the same position, no name taken,
   DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"M inputs.kwargs.hidden_states ok", "M inputs.kwargs.pe.0 only in reference",
                                                             "M inputs.kwargs.pe.1 only in reference",
                                                             "M inputs.args.1.0 only in candidate"});
+}
+
+DOCTEST_TEST_CASE("an argument-name rule aligns args.N with kwargs.NAME where the recorded order does not") {
+  // The port passes (hidden_states, (cos, sin)) positionally; Python passes them by keyword, in
+  // another order: by position a tensor meets a tuple, so the order aligns nothing.
+  TraceBuilder port, python;
+  port.call("M.layers.0.attn", {slot("inputs.args.0"), slot("inputs.args.1.0"), slot("inputs.args.1.1")}, {slot("outputs")});
+  python.call("M.layers.0.attn", {slot("inputs.kwargs.pe.0"), slot("inputs.kwargs.pe.1"), slot("inputs.kwargs.hidden_states")},
+              {slot("outputs")});
+  auto alignment = tracetorch::detail::align_traces(port.trace, python.trace, same_name);
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{
+                                       "M.layers.0.attn inputs.args.0 only in reference", "M.layers.0.attn inputs.args.1.0 only in reference",
+                                       "M.layers.0.attn inputs.args.1.1 only in reference", "M.layers.0.attn outputs ok",
+                                       "M.layers.0.attn inputs.kwargs.pe.0 only in candidate",
+                                       "M.layers.0.attn inputs.kwargs.pe.1 only in candidate",
+                                       "M.layers.0.attn inputs.kwargs.hidden_states only in candidate"});
+
+  std::vector<tracetorch::ArgNamesRule> rules{names_rule("M.layers.*.mlp", {"x"}, 1), names_rule("M.layers.*", {"hidden_states", "pe"}, 2)};
+  alignment = tracetorch::detail::align_traces(port.trace, python.trace, same_name, rules);
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"M.layers.0.attn inputs.args.0 ok", "M.layers.0.attn inputs.args.1.0 ok",
+                                                            "M.layers.0.attn inputs.args.1.1 ok", "M.layers.0.attn outputs ok"});
+  const std::vector<std::string> partners{"inputs.kwargs.hidden_states", "inputs.kwargs.pe.0", "inputs.kwargs.pe.1"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& d = alignment.values[i].diff;
+    DOCTEST_CHECK(d.candidate_location == partners[i]);
+    DOCTEST_CHECK(d.naming_rule == 1u);  // the first rule whose glob matches the path
+    DOCTEST_CHECK(!d.rule_over_order());
+  }
+  DOCTEST_CHECK(alignment.values[0].candidate == &python.trace.calls[0].inputs[2]);
+  DOCTEST_CHECK(!alignment.values[3].diff.naming_rule.has_value());  // outputs: same name, no rule involved
+  DOCTEST_CHECK((rules[0].calls == 0 && rules[0].matched == 0));      // a stale rule: matched no call
+  DOCTEST_CHECK((rules[1].calls == 1 && rules[1].matched == 3));
+
+  // Positions the rule does not name are left to the recorded order.
+  TraceBuilder more, more_python;
+  more.call("M.layers.0.attn", {slot("inputs.args.0"), slot("inputs.args.1")});
+  more_python.call("M.layers.0.attn", {slot("inputs.kwargs.hidden_states"), slot("inputs.kwargs.cache")});
+  std::vector<tracetorch::ArgNamesRule> short_rule{names_rule("*", {"hidden_states"})};
+  alignment = tracetorch::detail::align_traces(more.trace, more_python.trace, same_name, short_rule);
+  DOCTEST_CHECK(alignment.values[1].diff.candidate_location == "inputs.kwargs.cache");
+  DOCTEST_CHECK(!alignment.values[1].diff.naming_rule.has_value());
+  DOCTEST_CHECK(short_rule[0].matched == 1);
+}
+
+DOCTEST_TEST_CASE("a rule that contradicts the recorded order wins, and the order's pairing is kept for the report") {
+  // Python passes attention_mask= before hidden_states=; by position args.0 would meet the mask.
+  TraceBuilder port, python;
+  port.call("M.attn", {slot("inputs.args.0"), slot("inputs.args.1")});
+  python.call("M.attn", {slot("inputs.kwargs.attention_mask"), slot("inputs.kwargs.hidden_states")});
+  auto alignment = tracetorch::detail::align_traces(port.trace, python.trace, same_name);
+  DOCTEST_CHECK(alignment.values[0].diff.candidate_location == "inputs.kwargs.attention_mask");  // wrong, but allowed
+
+  std::vector<tracetorch::ArgNamesRule> rules{names_rule("M.attn", {"hidden_states", "attention_mask"})};
+  alignment = tracetorch::detail::align_traces(port.trace, python.trace, same_name, rules);
+  DOCTEST_REQUIRE(alignment.values.size() == 2);
+  DOCTEST_CHECK(alignment.values[0].diff.candidate_location == "inputs.kwargs.hidden_states");
+  DOCTEST_CHECK(alignment.values[0].diff.order_location == "inputs.kwargs.attention_mask");
+  DOCTEST_CHECK(alignment.values[1].diff.candidate_location == "inputs.kwargs.attention_mask");
+  DOCTEST_CHECK(alignment.values[1].diff.order_location == "inputs.kwargs.hidden_states");
+  DOCTEST_CHECK(alignment.values[0].candidate == &python.trace.calls[0].inputs[1]);
+  DOCTEST_CHECK(rules[0].matched == 2);
+
+  // The rule names args.0 hidden_states, which the other side does not record: left apart,
+  // against the order's offer of kwargs.x (said, not hidden), and the same from the other side.
+  TraceBuilder other;
+  other.call("M.attn", {slot("inputs.kwargs.x"), slot("inputs.kwargs.attention_mask")});
+  alignment = tracetorch::detail::align_traces(port.trace, other.trace, same_name, rules);
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"M.attn inputs.args.0 only in reference", "M.attn inputs.args.1 ok",
+                                                            "M.attn inputs.kwargs.x only in candidate"});
+  DOCTEST_CHECK(alignment.values[0].diff.order_location == "inputs.kwargs.x");
+  DOCTEST_CHECK(alignment.values[0].diff.naming_rule == 0u);
+  alignment = tracetorch::detail::align_traces(other.trace, port.trace, same_name, rules);
+  DOCTEST_CHECK(alignment.values[0].diff.status == DiffStatus::only_in_reference);  // kwargs.x: the rule names args.0 otherwise
+  DOCTEST_CHECK(alignment.values[0].diff.order_location == "inputs.args.0");
+
+  // Where the rule and the order agree, nothing is said against the order.
+  TraceBuilder agreeing;
+  agreeing.call("M.attn", {slot("inputs.kwargs.hidden_states"), slot("inputs.kwargs.attention_mask")});
+  alignment = tracetorch::detail::align_traces(port.trace, agreeing.trace, same_name, rules);
+  for (const auto& v : alignment.values) DOCTEST_CHECK((v.diff.naming_differs() && !v.diff.rule_over_order()));
 }
 
 DOCTEST_TEST_CASE("a top-level input holds its own place and the places below it, not a longer name's") {

@@ -141,7 +141,7 @@ DOCTEST_TEST_CASE("dtypes: bf16/fp16 compared across at twice their epsilon, fp3
   DOCTEST_CHECK((pair_tolerance("torch.bfloat16", "torch.float32", {0.5, 0.25, true}) == std::pair{0.5, 0.25}));
 }
 
-DOCTEST_TEST_CASE("each kind of pair gets its status; both sides are described") {
+DOCTEST_TEST_CASE("each kind of pair gets its status, and both sides are described") {
   Traces traces;
   const auto none = other("\"None\"");
   DOCTEST_CHECK(traces.compare(&none, &none).status == DiffStatus::within_tolerance);

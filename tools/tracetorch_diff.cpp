@@ -2,7 +2,7 @@
 // the model addition debugger (tracetorch's or transformers') module by module.
 //
 //   tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']... [--accept RULES]...
-//                   [--json REPORT] [--all]
+//                   [--arg-names RULES]... [--no-precision-tolerance] [--json REPORT] [--all]
 //
 // Exit status: 0 all within tolerance (or every difference accepted by a rule), 1 something
 // diverges, 2 unreadable or malformed input (a trace, a rules file) or a bad command line.
@@ -25,7 +25,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']...\n"
-    "                       [--accept RULES]... [--no-precision-tolerance] [--json REPORT] [--all]\n"
+    "                       [--accept RULES]... [--arg-names RULES]... [--no-precision-tolerance]\n"
+    "                       [--json REPORT] [--all]\n"
     "\n"
     "Compares two model addition debugger traces (directories holding <Root>_debug_tree_FULL_TENSORS.json,\n"
     "or those files) module by module and names the first divergence.\n"
@@ -35,6 +36,10 @@ constexpr const char* kUsage =
     "                  PATTERN is MODULE or MODULE:VALUE (globs: * any run, ? one character), KIND one of\n"
     "                  values, non-tensor, shape, structure, dtype, missing-value, missing-call;\n"
     "                  matching differences are reported as accepted and do not fail; repeatable\n"
+    "  --arg-names RULES  which keyword each positional argument is, one rule a line: MODULE NAME,NAME,...\n"
+    "                  (# comments; MODULE a glob as above): in those calls inputs.args.N on one side is\n"
+    "                  inputs.kwargs.NAME on the other, NAME the N-th (from 0), even against the recorded\n"
+    "                  order; repeatable\n"
     "  --no-precision-tolerance  judge bf16/fp16 pairs by --atol/--rtol alone (by default at least twice\n"
     "                  the lower precision's epsilon: bf16 1.5625e-2, fp16 1.953e-3)\n"
     "  --json REPORT   also write the full report as JSON\n"
@@ -81,6 +86,7 @@ struct CommandLine {
   tracetorch::DiffOptions options;
   std::string json_path;
   std::vector<std::string> accept_files;
+  std::vector<std::string> arg_names_files;
   bool all = false;
   bool help = false;  ///< --help: print the usage, nothing else
 };
@@ -105,6 +111,8 @@ CommandLine parse_command_line(int argc, char** argv) {
       command.options.renames.push_back(tracetorch::PathRename::parse(value()));
     } else if (arg == "--accept") {
       command.accept_files.push_back(value());
+    } else if (arg == "--arg-names") {
+      command.arg_names_files.push_back(value());
     } else if (arg == "--json") {
       command.json_path = value();
     } else if (arg == "--no-precision-tolerance") {
@@ -130,6 +138,10 @@ int run(CommandLine& command) {
     for (const auto& file : command.accept_files) {
       auto rules = tracetorch::load_accept_rules(file);  // a malformed file: Error "FILE:LINE: ...", exit 2
       options.accept.insert(options.accept.end(), rules.begin(), rules.end());
+    }
+    for (const auto& file : command.arg_names_files) {
+      auto rules = tracetorch::load_arg_names_rules(file);  // the same: "FILE:LINE: ...", exit 2
+      options.arg_names.insert(options.arg_names.end(), rules.begin(), rules.end());
     }
     std::optional<ProgressLine> progress;
     if (::isatty(STDERR_FILENO)) {

@@ -24,13 +24,15 @@
 ///
 /// Every difference has a DiffKind and is counted; reviewed ones can be accepted by rules
 /// (AcceptRule: reported with their reason, not failing). A value passed as `args.N` on one side
-/// and `kwargs.NAME` on the other is aligned by its position among the call's inputs; a bf16 or
+/// and `kwargs.NAME` on the other is aligned by an argument-name rule (ArgNamesRule) where one
+/// names it, else by its position among the call's inputs; a bf16 or
 /// fp16 tensor against an fp32 one is compared at the lower precision's tolerance. The root's
 /// outputs, left out of the JSON by the debugger, are read from their files.
 ///
 /// The parts, in include/tracetorch/detail/trace/: format.hpp (the trace format's names),
 /// reader.hpp (reading a trace), align.hpp (aligning two), compare.hpp (comparing aligned
-/// values), accept.hpp (accept rules), rename.hpp (--map), results.hpp and report*.hpp (what
+/// values), accept.hpp (accept rules), arg_names.hpp (argument-name rules), rules_file.hpp (the
+/// rules files' lines and globs), rename.hpp (--map), results.hpp and report*.hpp (what
 /// a diff finds, and its text and JSON forms).
 
 #include <torch/torch.h>
@@ -47,6 +49,7 @@
 #include "tracetorch/detail/io/atomic_file.hpp"
 #include "tracetorch/detail/trace/accept.hpp"
 #include "tracetorch/detail/trace/align.hpp"
+#include "tracetorch/detail/trace/arg_names.hpp"
 #include "tracetorch/detail/trace/compare.hpp"
 #include "tracetorch/detail/trace/reader.hpp"
 #include "tracetorch/detail/trace/rename.hpp"
@@ -72,6 +75,9 @@ struct DiffOptions {
   std::function<void(std::size_t, std::size_t)> progress;
   /// Reviewed known differences; the first rule (in order) that matches a difference accepts it.
   std::vector<AcceptRule> accept;
+  /// Which keyword each positional argument is, per module (`--arg-names`); the first rule (in
+  /// order) that matches a call's path applies. Without one, args.N meets kwargs.NAME by position.
+  std::vector<ArgNamesRule> arg_names;
   /// A pair whose lower precision is bfloat16 or float16 is judged by at least twice that
   /// dtype's epsilon as atol and rtol (bf16: 2^-6 = 1.5625e-2, fp16: 2^-9 = 1.953e-3): a bf16
   /// reference cannot hold a port to fp32's 1e-4. Off: every pair by atol and rtol alone.
@@ -102,13 +108,15 @@ inline DiffReport diff_traces(const std::filesystem::path& reference, const std:
   report.renames = options.renames;
   report.rules = options.accept;
   for (auto& rule : report.rules) rule.matched = 0;
+  report.arg_names = options.arg_names;
+  for (auto& rule : report.arg_names) rule.calls = rule.matched = 0;
   report.reference_calls = ref.calls.size();
   report.candidate_calls = cand.calls.size();
   if (auto note = detail::include_root_outputs(ref, cand)) report.notes.push_back(std::move(*note));
   report.reference_values = detail::values_kind(ref);
   report.candidate_values = detail::values_kind(cand);
 
-  auto alignment = detail::align_traces(ref, cand, detail::path_renamer(options.renames));
+  auto alignment = detail::align_traces(ref, cand, detail::path_renamer(options.renames), report.arg_names);
   report.missing_calls = std::move(alignment.missing_calls);
   for (const auto& call : report.missing_calls) (call.in_reference ? report.only_in_reference : report.only_in_candidate).push_back(call.name());
   report.tensors = detail::compare_aligned(ref, cand, alignment.values, {options.atol, options.rtol, options.precision_tolerance},

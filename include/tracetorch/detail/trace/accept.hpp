@@ -1,14 +1,12 @@
 #pragma once
 /// \file
 /// Accept rules (`tracetorch-diff --accept FILE`): reviewed, known differences that are reported
-/// with their reason instead of failing. The rules file's syntax, its globs, and their matching.
+/// with their reason instead of failing. A rule's syntax and its matching (the file's lines and
+/// the globs: rules_file.hpp).
 
 #include <algorithm>
-#include <cerrno>
 #include <cstddef>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -16,6 +14,7 @@
 
 #include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/trace/results.hpp"
+#include "tracetorch/detail/trace/rules_file.hpp"
 
 namespace tracetorch {
 
@@ -43,25 +42,6 @@ struct AcceptRule {
 };
 
 namespace detail {
-
-/// `*` any run of characters (dots included), `?` one character; everything else literal.
-inline bool glob_match(std::string_view pattern, std::string_view text) {
-  constexpr auto none = std::string_view::npos;
-  std::size_t p = 0, t = 0, star = none, resume = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p, ++t;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++, resume = t;
-    } else if (star != none) {  // let the last star take one more character
-      p = star + 1, t = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
 
 inline bool rule_matches(const AcceptRule& rule, const TensorDiff& t) {
   if (t.kind() != rule.kind || !glob_match(rule.module_pattern, t.module_path)) return false;
@@ -96,33 +76,16 @@ inline void apply_accept_rules(std::vector<AcceptRule>& rules, std::vector<Tenso
 
 namespace accept_rules {
 
-inline std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-/// The next field of `rest` (separated by spaces or tabs); `rest` keeps what follows it.
-inline std::string_view next_field(std::string_view& rest) {
-  rest = trim(rest);
-  const auto end = rest.find_first_of(" \t");
-  const auto field = rest.substr(0, end);
-  rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
-  return field;
-}
-
 /// One rule from a line that is neither empty nor a comment; throws Error "FILE:LINE: ...".
 inline AcceptRule parse_line(std::string_view line, const std::string& file_name, std::size_t line_number) {
-  const auto fail = [&](const std::string& what) -> Error {
-    return Error("tracetorch: " + file_name + ":" + std::to_string(line_number) + ": " + what);
-  };
+  const auto fail = [&](const std::string& what) { return rules_file::line_error(file_name, line_number, what); };
   AcceptRule rule;
   rule.file = file_name;
   rule.line = line_number;
   std::string_view rest = line;
-  const auto pattern = next_field(rest);
-  const auto kind = next_field(rest);
-  rule.reason = std::string(trim(rest));
+  const auto pattern = rules_file::next_field(rest);
+  const auto kind = rules_file::next_field(rest);
+  rule.reason = std::string(rules_file::trim(rest));
   if (kind.empty()) throw fail("expected PATTERN KIND REASON, got \"" + std::string(line.substr(0, 80)) + "\"");
   const auto colon = pattern.find(':');
   rule.module_pattern = std::string(pattern.substr(0, colon));
@@ -154,25 +117,15 @@ inline AcceptRule parse_line(std::string_view line, const std::string& file_name
 /// Parses a rules file's text (see AcceptRule); throws Error "FILE:LINE: what is wrong".
 inline std::vector<AcceptRule> parse_accept_rules(std::string_view text, const std::string& file_name) {
   std::vector<AcceptRule> rules;
-  std::size_t line_number = 0;
-  while (!text.empty()) {
-    const auto newline = text.find('\n');
-    std::string_view line = detail::accept_rules::trim(text.substr(0, newline));
-    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
-    ++line_number;
-    if (line.empty() || line.front() == '#') continue;
+  detail::rules_file::for_each_rule_line(text, [&](std::string_view line, std::size_t line_number) {
     rules.push_back(detail::accept_rules::parse_line(line, file_name, line_number));
-  }
+  });
   return rules;
 }
 
 /// Reads and parses a rules file; throws Error naming the file (and the line).
 inline std::vector<AcceptRule> load_accept_rules(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("tracetorch: " + path.string() + ": cannot open: " + std::strerror(errno));
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw Error("tracetorch: " + path.string() + ": cannot read");
-  return parse_accept_rules(text, path.string());
+  return parse_accept_rules(detail::rules_file::read(path), path.string());
 }
 
 }  // namespace tracetorch

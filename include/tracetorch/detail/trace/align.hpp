@@ -2,18 +2,21 @@
 /// \file
 /// Aligning two parsed traces, no file read: calls by (renamed) module path and call order,
 /// values by their place in the call, and a value passed as args.N on one side and as
-/// kwargs.NAME on the other by its position among the call's inputs.
+/// kwargs.NAME on the other by an argument-name rule (arg_names.hpp) where one names it, else
+/// by its position among the call's inputs.
 
 #include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "tracetorch/detail/trace/arg_names.hpp"
 #include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/detail/trace/reader.hpp"
 #include "tracetorch/detail/trace/results.hpp"
@@ -130,23 +133,91 @@ inline void add_one_sided_call(Alignment& out, const TraceCall& call, const Call
   }
 }
 
-/// The values of two aligned calls, paired by location (then args.N against kwargs.NAME); the
-/// candidate's values left over come after the reference call's last event.
-inline void align_call_values(Alignment& out, const TraceCall& call, const TraceCall& other, const CallKey& key) {
+/// The top-level input key that holds the value at `location` ("kwargs.pe" for
+/// "inputs.kwargs.pe.0"); empty for an output.
+inline std::string input_key_of(const TraceCall& call, std::string_view location) {
+  const auto position = input_position(call, location);
+  return position ? call.input_keys[*position] : std::string();
+}
+
+/// `location` under the keyword `rule` gives its input: "inputs.args.1.0" -> "inputs.kwargs.pe.0".
+inline std::string keyword_location(const ArgNamesRule& rule, const TraceCall& call, const std::string& location) {
+  const auto key = input_key_of(call, location);
+  if (key.empty()) return location;
+  return input_location(keyword_key(rule, key)) + location.substr(input_location(key).size());
+}
+
+/// The argument-name rule of one aligned call pair, if any, with the candidate's values by the
+/// keyword location the rule gives them.
+struct CallNaming {
+  ArgNamesRule* rule = nullptr;
+  std::size_t index = 0;  ///< of `rule` among the rules
+  std::map<std::string, std::string> other_by_keyword;  ///< keyword location -> the candidate's location
+};
+
+inline CallNaming call_naming(std::span<ArgNamesRule> rules, const std::string& module_path, const TraceCall& other) {
+  CallNaming naming;
+  const auto index = arg_names_rule_for(rules, module_path);
+  if (!index) return naming;
+  naming.rule = &rules[*index];
+  naming.index = *index;
+  ++naming.rule->calls;
+  for (const auto* slot : all_slots(other)) {
+    naming.other_by_keyword.emplace(keyword_location(*naming.rule, other, slot->location), slot->location);
+  }
+  return naming;
+}
+
+/// Where the candidate has a reference value not found under its own name, and what decided it.
+struct Partner {
+  std::string location;        ///< the candidate's location; empty: none
+  bool by_rule = false;        ///< the rule names the value (or the one the order offers): it decides
+  std::string order_location;  ///< where the recorded order alone would pair it, when the rule decided otherwise
+};
+
+/// The rule decides wherever it names the value or the value the recorded order offers; else
+/// the recorded order does (renamed_input).
+inline Partner find_partner(const TraceCall& call, const TraceCall& other, const std::string& location, const CallNaming& naming) {
+  Partner out;
+  const auto order = renamed_input(call, other, location);
+  const auto named = [&](const TraceCall& c, const std::string& at) { return names_key(*naming.rule, input_key_of(c, at)); };
+  if (naming.rule == nullptr || !(named(call, location) || (!order.empty() && named(other, order)))) {
+    out.location = order;
+    return out;
+  }
+  out.by_rule = true;
+  const auto found = naming.other_by_keyword.find(keyword_location(*naming.rule, call, location));
+  if (found != naming.other_by_keyword.end()) out.location = found->second;
+  if (!order.empty() && order != out.location) out.order_location = order;
+  return out;
+}
+
+/// The values of two aligned calls, paired by location, then args.N against kwargs.NAME (by
+/// the call's argument-name rule, or by position); the candidate's values left over come after
+/// the reference call's last event.
+inline void align_call_values(Alignment& out, const TraceCall& call, const TraceCall& other, const CallKey& key,
+                              const CallNaming& naming = {}) {
   std::map<std::string, const TraceSlot*> other_slots;
   for (const auto* slot : all_slots(other)) other_slots.emplace(slot->location, slot);
   for (const auto* slot : all_slots(call)) {
     auto match = other_slots.find(slot->location);
+    Partner partner;
     if (match == other_slots.end()) {
       // Not there by name: perhaps passed positionally on one side and by keyword on the other.
-      if (const auto renamed = renamed_input(call, other, slot->location); !renamed.empty()) match = other_slots.find(renamed);
+      partner = find_partner(call, other, slot->location, naming);
+      if (!partner.location.empty()) match = other_slots.find(partner.location);
     }
     if (match == other_slots.end()) {
       add_value(out, {slot->order, 0}, key, slot, nullptr, DiffStatus::only_in_reference, false);
-      continue;
+    } else {
+      add_value(out, {slot->order, 0}, key, slot, match->second, DiffStatus::within_tolerance, false);
+      other_slots.erase(match);
     }
-    add_value(out, {slot->order, 0}, key, slot, match->second, DiffStatus::within_tolerance, false);
-    other_slots.erase(match);
+    if (partner.by_rule && (out.values.back().diff.naming_differs() || !partner.order_location.empty())) {
+      out.values.back().diff.naming_rule = naming.index;
+      out.values.back().diff.order_location = partner.order_location;
+      ++naming.rule->matched;
+    }
   }
   std::size_t extra = 0;
   for (const auto* slot : all_slots(other)) {
@@ -156,8 +227,11 @@ inline void align_call_values(Alignment& out, const TraceCall& call, const Trace
 }
 
 /// Aligns two parsed traces: calls by (renamed) module path and call order, values by their
-/// place in the call, then args.N against kwargs.NAME by position. No file is read here.
-inline Alignment align_traces(const Trace& ref, const Trace& cand, const std::function<std::string(std::string)>& rename) {
+/// place in the call, then args.N against kwargs.NAME by `arg_names` (the first rule matching a
+/// call's renamed path; each rule's `calls` and `matched` are counted) or else by position.
+/// No file is read here.
+inline Alignment align_traces(const Trace& ref, const Trace& cand, const std::function<std::string(std::string)>& rename,
+                              std::span<ArgNamesRule> arg_names = {}) {
   const auto ref_keys = number_calls(ref, rename);
   const auto cand_keys = number_calls(cand, rename);
   std::map<CallKey, std::size_t> cand_index;
@@ -174,7 +248,8 @@ inline Alignment align_traces(const Trace& ref, const Trace& cand, const std::fu
       continue;
     }
     cand_matched[found->second] = true;
-    align_call_values(out, ref.calls[i], cand.calls[found->second], ref_keys[i]);
+    const auto& other = cand.calls[found->second];
+    align_call_values(out, ref.calls[i], other, ref_keys[i], call_naming(arg_names, ref_keys[i].first, other));
   }
   for (std::size_t j = 0; j < cand.calls.size(); ++j) {
     if (!cand_matched[j]) add_one_sided_call(out, cand.calls[j], cand_keys[j], false, after_reference);

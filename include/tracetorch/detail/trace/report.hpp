@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tracetorch/detail/trace/accept.hpp"
+#include "tracetorch/detail/trace/arg_names.hpp"
 #include "tracetorch/detail/trace/rename.hpp"
 #include "tracetorch/detail/trace/results.hpp"
 
@@ -48,6 +49,8 @@ struct DiffCounts {
   std::size_t values_only_in_reference = 0, values_only_in_candidate = 0;
   std::size_t calls_only_in_reference = 0, calls_only_in_candidate = 0;
   std::size_t naming = 0;  ///< values aligned across args.N / kwargs.NAME (not differences)
+  std::size_t naming_by_rule = 0;   ///< of those, aligned by an argument-name rule (the rest by position)
+  std::size_t rule_over_order = 0;  ///< values an argument-name rule paired otherwise than the recorded order would
   std::size_t across_dtypes = 0;  ///< tensors compared across dtypes, bf16 against fp32 (not differences)
   std::size_t accepted = 0, not_accepted = 0;
 
@@ -62,6 +65,7 @@ struct DiffReport {
   bool precision_tolerance = true;  ///< DiffOptions::precision_tolerance
   std::vector<PathRename> renames;
   std::vector<AcceptRule> rules;  ///< DiffOptions::accept, each with its `matched` count
+  std::vector<ArgNamesRule> arg_names;  ///< DiffOptions::arg_names, each with its `calls` and `matched` counts
   std::vector<std::string> notes;  ///< what was not compared, and why
   std::size_t reference_calls = 0, candidate_calls = 0;
   std::vector<TensorDiff> tensors;  ///< in execution order (the reference's; the candidate's extra calls last)
@@ -78,6 +82,14 @@ struct DiffReport {
   std::vector<const AcceptRule*> stale_rules() const {
     std::vector<const AcceptRule*> out;
     for (const auto& rule : rules) {
+      if (rule.matched == 0) out.push_back(&rule);
+    }
+    return out;
+  }
+  /// Argument-name rules that decided no value's partner.
+  std::vector<const ArgNamesRule*> stale_arg_names() const {
+    std::vector<const ArgNamesRule*> out;
+    for (const auto& rule : arg_names) {
       if (rule.matched == 0) out.push_back(&rule);
     }
     return out;
@@ -129,6 +141,8 @@ inline DiffCounts DiffReport::counts() const {
     if (t.call_missing) continue;  // counted once, as its call
     ++(t.is_tensor ? out.tensors : out.other_values);
     out.naming += t.naming_differs() ? 1 : 0;
+    out.naming_by_rule += t.naming_differs() && t.naming_rule ? 1 : 0;
+    out.rule_over_order += t.rule_over_order() ? 1 : 0;
     out.across_dtypes += t.is_tensor && t.across_dtypes() ? 1 : 0;
     const auto kind = t.kind();
     if (!kind) continue;

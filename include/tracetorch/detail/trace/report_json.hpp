@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// DiffReport::json(): the report as JSON, part by part (options, counts, first divergence,
-/// rules, missing calls, modules, every compared value). Non-finite numbers as strings.
+/// accept and argument-name rules, missing calls, modules, every compared value). Non-finite
+/// numbers as strings.
 
 #include <boost/json.hpp>
 
@@ -46,12 +47,15 @@ inline void verdict(const DiffReport& report, boost::json::object& out) {
                         {"accepted", n.accepted},
                         {"not_accepted", n.not_accepted},
                         {"naming", n.naming},
+                        {"naming_by_rule", n.naming_by_rule},
+                        {"rule_over_order", n.rule_over_order},
                         {"across_dtypes", n.across_dtypes},
                         {"tensors", n.tensors},
                         {"other_values", n.other_values}};
   if (report.first_divergence) {
     const auto& t = report.tensors[*report.first_divergence];
     out["first_divergence"] = {{"module_path", t.module_path}, {"call", t.call}, {"location", t.location},
+                               {"candidate_location", t.naming_differs() ? t.candidate_location : t.location},
                                {"status", to_string(t.status)}, {"index", *report.first_divergence}};
   } else {
     out["first_divergence"] = nullptr;
@@ -63,6 +67,19 @@ inline boost::json::array rules(const DiffReport& report) {
   for (const auto& rule : report.rules) {
     rows.push_back(boost::json::object{{"origin", rule.origin()}, {"pattern", rule.pattern()}, {"kind", to_string(rule.kind)},
                                        {"reason", rule.reason}, {"matched", rule.matched}, {"stale", rule.matched == 0}});
+  }
+  return rows;
+}
+
+inline boost::json::array arg_names(const DiffReport& report) {
+  boost::json::array rows;
+  for (const auto& rule : report.arg_names) {
+    rows.push_back(boost::json::object{{"origin", rule.origin()},
+                                       {"pattern", rule.module_pattern},
+                                       {"names", boost::json::array(rule.names.begin(), rule.names.end())},
+                                       {"calls", rule.calls},
+                                       {"matched", rule.matched},
+                                       {"stale", rule.matched == 0}});
   }
   return rows;
 }
@@ -111,6 +128,9 @@ inline boost::json::object value(const DiffReport& report, const TensorDiff& t) 
                           {"call", t.call},
                           {"location", t.location},
                           {"candidate_location", t.naming_differs() ? t.candidate_location : t.location},
+                          {"naming_rule", t.naming_rule ? boost::json::value(report.arg_names[*t.naming_rule].origin())
+                                                        : boost::json::value(nullptr)},
+                          {"order_would_pair", t.rule_over_order() ? boost::json::value(t.order_location) : boost::json::value(nullptr)},
                           {"status", to_string(t.status)},
                           {"kind", kind ? boost::json::value(to_string(*kind)) : boost::json::value(nullptr)},
                           {"accepted", accepted(report, t.accepted_by)},
@@ -143,6 +163,7 @@ inline boost::json::object DiffReport::json() const {
   part::options(*this, out);
   part::verdict(*this, out);
   out["rules"] = part::rules(*this);
+  out["arg_names"] = part::arg_names(*this);
   boost::json::array only_ref(only_in_reference.begin(), only_in_reference.end());
   boost::json::array only_cand(only_in_candidate.begin(), only_in_candidate.end());
   out["only_in_reference"] = std::move(only_ref);

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// DiffReport::text(): the human-readable report, section by section (header, verdict, naming
-/// and dtype notes, accepted differences, stale rules, worst modules, every compared value).
+/// differences and argument-name rules, dtype notes, accepted differences, stale rules, worst
+/// modules, every compared value).
 
 #include <algorithm>
 #include <cstddef>
@@ -62,6 +63,13 @@ inline void first_divergence(const DiffReport& report, const DiffCounts& n, std:
     const auto& t = report.tensors[*report.first_divergence];
     out += "first divergence: " + t.where() + "\n";
     out += "  " + detail_line(t) + "\n";
+    // A pair made across two names may be the wrong pair: say how it was made.
+    if (t.naming_differs()) {
+      out += "  paired with the candidate's " + t.candidate_location +
+             (t.naming_rule ? " by rule " + report.arg_names[*t.naming_rule].origin()
+                            : std::string(" by recorded position (an --arg-names rule can say which keyword each position is)")) +
+             "\n";
+    }
   } else if (n.not_accepted > 0) {  // only missing calls that recorded no value
     for (const auto& c : report.missing_calls) {
       if (c.accepted_by) continue;
@@ -92,19 +100,51 @@ inline void verdict(const DiffCounts& n, std::string& out) {
          std::to_string(n.not_accepted) + ": " + (n.not_accepted == 0 ? "within tolerance" : "diverges") + "\n";
 }
 
-/// Values aligned across args.N / kwargs.NAME: counted, the first five shown.
-inline void naming(const DiffReport& report, const DiffCounts& n, std::string& out) {
-  if (n.naming == 0) return;
-  out += "naming: values recorded positionally on one side and by keyword on the other, aligned by position: " +
-         std::to_string(n.naming) + "\n";
+/// The first five values that `pick` selects, a line each (`line`), then how many more.
+template <class Pick, class Line>
+void first_five(const DiffReport& report, std::size_t total, const Pick& pick, const Line& line, std::string& out) {
   std::size_t shown = 0;
   for (const auto& t : report.tensors) {
-    if (!t.naming_differs() || t.call_missing) continue;
+    if (t.call_missing || !pick(t)) continue;
     if (++shown > 5) {
-      out += "  ... and " + std::to_string(n.naming - 5) + " more\n";
+      out += "  ... and " + std::to_string(total - 5) + " more\n";
       break;
     }
-    out += "  " + t.where() + ": reference " + t.location + ", candidate " + t.candidate_location + "\n";
+    out += "  " + t.where() + ": " + line(t) + "\n";
+  }
+}
+
+/// " (rule FILE:LINE)" for a value whose partner an argument-name rule decided, else nothing.
+inline std::string naming_rule_text(const DiffReport& report, const TensorDiff& t) {
+  return t.naming_rule ? " (rule " + report.arg_names[*t.naming_rule].origin() + ")" : std::string();
+}
+
+/// Values aligned across args.N / kwargs.NAME, by position or by a rule; the values a rule
+/// paired otherwise than the recorded order would; the rules that did it. The first five shown.
+inline void naming(const DiffReport& report, const DiffCounts& n, std::string& out) {
+  if (n.naming > 0) {
+    out += "naming: values recorded positionally on one side and by keyword on the other, aligned by position: " +
+           std::to_string(n.naming - n.naming_by_rule) +
+           (n.naming_by_rule > 0 ? ", by rule: " + std::to_string(n.naming_by_rule) : std::string()) + "\n";
+    first_five(report, n.naming, [](const TensorDiff& t) { return t.naming_differs(); },
+               [&](const TensorDiff& t) {
+                 return "reference " + t.location + ", candidate " + t.candidate_location + naming_rule_text(report, t);
+               }, out);
+  }
+  if (n.rule_over_order > 0) {
+    out += "naming rule over recorded order: " + std::to_string(n.rule_over_order) + " values\n";
+    first_five(report, n.rule_over_order, [](const TensorDiff& t) { return t.rule_over_order(); },
+               [&](const TensorDiff& t) {
+                 return "rule " + report.arg_names[*t.naming_rule].origin() + " pairs it with " +
+                        (t.status == DiffStatus::only_in_reference ? std::string("no candidate value")
+                                                                   : t.naming_differs() ? t.candidate_location : t.location) +
+                        "; the recorded order would pair it with " + t.order_location;
+               }, out);
+  }
+  for (const auto& rule : report.arg_names) {
+    if (rule.matched == 0) continue;
+    out += "naming rule: " + rule.origin() + " " + rule.module_pattern + " " + rule.names_text() + ": decided " +
+           std::to_string(rule.matched) + " values in " + std::to_string(rule.calls) + " calls\n";
   }
 }
 
@@ -153,6 +193,13 @@ inline void stale_rules(const DiffReport& report, std::string& out) {
     out += "stale rule: " + rule->origin() + " " + rule->pattern() + " " + to_string(rule->kind) +
            " matched no difference (" + rule->reason + ")\n";
   }
+  for (const auto* rule : report.stale_arg_names()) {
+    out += "stale naming rule: " + rule->origin() + " " + rule->module_pattern + " " + rule->names_text() +
+           " decided no value's partner (" +
+           (rule->calls == 0 ? std::string("its pattern matched no call present in both traces")
+                             : "it applied to " + std::to_string(rule->calls) + " calls, none of whose values needed it") +
+           ")\n";
+  }
 }
 
 /// The `worst` first rows of DiffReport::modules() as a table.
@@ -196,7 +243,8 @@ inline void all_values(const DiffReport& report, std::string& out) {
       };
       out += ", reference " + side(t.reference_shape, t.reference_dtype) + ", candidate " + side(t.candidate_shape, t.candidate_dtype);
     }
-    if (t.naming_differs()) out += ", candidate names it " + t.candidate_location;
+    if (t.naming_differs()) out += ", candidate names it " + t.candidate_location + naming_rule_text(report, t);
+    if (t.rule_over_order()) out += ", the recorded order would pair it with " + t.order_location;
     if (t.is_tensor && t.across_dtypes()) out += ", across dtypes " + t.reference_dtype + " / " + t.candidate_dtype;
     if (t.from_file) out += " (root output, from its file)";
     out += accepted_text(report, t.accepted_by) + "\n";

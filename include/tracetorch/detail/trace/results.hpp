@@ -73,6 +73,12 @@ struct TensorDiff {
   /// Set where the candidate records the value under another name (`inputs.args.0` for the
   /// reference's `inputs.kwargs.hidden_states`): a naming difference, not a divergence.
   std::string candidate_location;
+  /// Set where an argument-name rule (`--arg-names`) decided this value's partner: an index into
+  /// DiffReport::arg_names. Without one, args.N meets kwargs.NAME only by recorded position.
+  std::optional<std::size_t> naming_rule;
+  /// Where the recorded order alone would have found this value on the candidate's side, when
+  /// the rule decided otherwise (another value, or none): the rule won, and the report says so.
+  std::string order_location;
   DiffStatus status = DiffStatus::within_tolerance;
   bool is_tensor = true;
   bool printed = false;  ///< compared from printed values: precision limited to the printed digits
@@ -93,6 +99,7 @@ struct TensorDiff {
   /// A difference no rule accepts: what makes the verdict (and the tool's exit status) fail.
   bool diverges() const { return mismatched() && !accepted_by; }
   bool naming_differs() const { return !candidate_location.empty(); }
+  bool rule_over_order() const { return !order_location.empty(); }
   /// A bf16/fp16 tensor against one of another floating dtype: its numbers are compared (both
   /// widened to float64) and the dtype difference is reported apart, not as a mismatch.
   bool across_dtypes() const { return status != DiffStatus::dtype_mismatch && !reference_dtype.empty() &&
