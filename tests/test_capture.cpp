@@ -30,7 +30,7 @@ DOCTEST_TEST_CASE("hidden_states start with the first layer's input and end with
   DOCTEST_CHECK(same((*untied.hidden_states)[3], expected[3]));
 }
 
-DOCTEST_TEST_CASE("attentions take element 1 of each attention call; None weights are skipped") {
+DOCTEST_TEST_CASE("attentions take element 1 of each attention call - None weights are skipped") {
   torch::manual_seed(2);
   ToyModel model(2, 4);
   const auto x = torch::randn({1, 4});

@@ -79,7 +79,7 @@ DOCTEST_TEST_CASE("against Python: router_logits through a declared key, output_
                        tracetorch::to_tuple(model(x, {.output = {{"router_logits", false}}}), model));
 }
 
-DOCTEST_TEST_CASE("against Python: hidden states tied to last_hidden_state, or not; a model with no layers") {
+DOCTEST_TEST_CASE("against Python: hidden states tied to last_hidden_state, or not - a model with no layers") {
   const auto x = mirror_tensors().at("toy.input");
   ToyModel model(3, 4);
   load_parameters(*model, "toy");

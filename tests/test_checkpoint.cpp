@@ -169,7 +169,7 @@ DOCTEST_TEST_CASE("checkpoint: a bf16 checkpoint under each dtype policy") {
   DOCTEST_CHECK(ckpt::load(*model, dir.path(), {.dtype = ckpt::DtypePolicy::convert}).converted.empty());
 }
 
-DOCTEST_TEST_CASE("checkpoint: strict names every missing and unexpected tensor; non-strict returns them") {
+DOCTEST_TEST_CASE("checkpoint: strict names every missing and unexpected tensor - non-strict returns them") {
   TempDir dir;
   auto tensors = without(tiny_lm_weights(), "norm");
   tensors.emplace_back("extra.weight", torch::zeros({2}));

@@ -213,7 +213,7 @@ DOCTEST_TEST_CASE("do_prune_layers keeps the first and last layer block") {
                                                 "LlamaModel.layers.0", "LlamaModel.layers.3", "LlamaModel.norm"});
 }
 
-DOCTEST_TEST_CASE("the root keeps module_path, inputs with args and kwargs, children; leaves have outputs") {
+DOCTEST_TEST_CASE("the root keeps module_path, inputs with args and kwargs, children - leaves have outputs") {
   auto model = make_tiny_llama();
   TempDir dir;
   {

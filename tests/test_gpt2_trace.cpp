@@ -47,7 +47,7 @@ DOCTEST_TEST_CASE("gpt2: the port's trace equals the upstream-convention referen
   DOCTEST_CHECK(file_names(dir / "st") == file_names(gpt2_dir() / "trace_st"));
 }
 
-DOCTEST_TEST_CASE("gpt2: upstream's state-dict names; the causal-mask buffers are non-persistent") {
+DOCTEST_TEST_CASE("gpt2: upstream's state-dict names - the causal-mask buffers are non-persistent") {
   auto model = fixture_model();
   std::vector<std::string> names;
   for (const auto& [name, tensor] : tracetorch::nn::state_dict(*model)) names.push_back(name);

@@ -329,7 +329,7 @@ DOCTEST_TEST_CASE("two processes publishing into one debug_path at once: a reade
   DOCTEST_CHECK(names_in(root.path()) == std::set<std::string>{"dbg"});
 }
 
-DOCTEST_TEST_CASE("other entries of debug_path survive a publish; a predicate drops the replaced model's stale files") {
+DOCTEST_TEST_CASE("other entries of debug_path survive a publish - a predicate drops the replaced model's stale files") {
   Scratch root;
   const auto dbg = root / "dbg";
   add_user_entries(dbg);
@@ -386,7 +386,7 @@ DOCTEST_TEST_CASE("other entries of debug_path survive a publish; a predicate dr
   DOCTEST_CHECK(names_in(root.path()) == std::set<std::string>{"dbg"});
 }
 
-DOCTEST_TEST_CASE("the replaced tree can be kept (spares) and staged again; while kept, other publishes leave it alone") {
+DOCTEST_TEST_CASE("the replaced tree can be kept (spares) and staged again - while kept, other publishes leave it alone") {
   Scratch root;
   const auto dbg = root / "dbg";
   add_user_entries(dbg);

@@ -71,7 +71,7 @@ DOCTEST_TEST_CASE("record keys: router_logits, asked for by output_router_logits
   DOCTEST_CHECK(torch::equal(plain.last_hidden_state, out.last_hidden_state));
 }
 
-DOCTEST_TEST_CASE("record keys: output_router_logits from the config unless the call says otherwise; the field named by member pointer") {
+DOCTEST_TEST_CASE("record keys: output_router_logits from the config unless the call says otherwise - the field named by member pointer") {
   auto model = seeded_moe();
   const auto x = torch::randn({1, 3, 4});
   DOCTEST_CHECK_FALSE(model(x).router_logits.has_value());

@@ -8,7 +8,7 @@
 
 DOCTEST_TEST_SUITE("capture") {
 
-DOCTEST_TEST_CASE("recorder targets match subclasses, as isinstance; compile-time replacements too") {
+DOCTEST_TEST_CASE("recorder targets match subclasses, as isinstance - compile-time replacements too") {
   const auto x = torch::randn({1, 4});
   FusedToyModel subclassed(2, 4);  // FusedToyAttnImpl derives from ToyAttnImpl
   const auto out = subclassed(x, tracetorch::OutputOptions{.output_attentions = true});
@@ -41,7 +41,7 @@ DOCTEST_TEST_CASE("two recorders under attentions: split by position into attent
   }
 }
 
-DOCTEST_TEST_CASE("recorder indices: OutputRecorder defaults to 0, a bare type to the field's; one tensor is recorded whole") {
+DOCTEST_TEST_CASE("recorder indices: OutputRecorder defaults to 0, a bare type to the field's - one tensor is recorded whole") {
   IndexToy model;
   const auto x = torch::randn({1, 4});
   const auto out = model(x, tracetorch::OutputOptions{.output_attentions = true});
