@@ -5,7 +5,7 @@
 
 // Replaces a directory whole (issue 26, item 1): a trace is written into a fresh sibling of its
 // debug_path, which then takes debug_path's place in one step. Linux only; no LibTorch.
-// docs/publish-draft.md states the promises and the tests that prove them.
+// docs/reliability.md ("A trace is replaced whole") states the promises and the tests that prove them.
 //
 //   detail::StagedDirectory staged("dbg");                        // dbg/../.dbg.tracetorch-staging-<pid>-<random>
 //   write_files_into(staged.path());

@@ -9,6 +9,7 @@
 #include <unistd.h>  // access
 
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -315,8 +316,9 @@ inline std::filesystem::path resolve_trace_path(const std::filesystem::path& pat
 /// directory's exclusive lock (detail/debugger/trace_publish.hpp), so a reader holding it reads
 /// files of one trace only, the previous one or the new one. nullopt where there is nothing to
 /// lock (a path that does not exist, which the reader then reports) or the directory cannot be
-/// opened (no read permission): such a trace is read without the lock. tracetorch::Error where
-/// a writer keeps the lock longer than DirectoryLock::kDefaultTimeout.
+/// opened or locked (no read permission, a filesystem without flock): such a trace is read
+/// without the lock. tracetorch::Error where a writer keeps the lock longer than
+/// DirectoryLock::kDefaultTimeout.
 inline std::optional<DirectoryLock> lock_trace_for_reading(const std::filesystem::path& path) {
   std::error_code ec;
   const bool is_directory = std::filesystem::is_directory(path, ec);
@@ -325,7 +327,13 @@ inline std::optional<DirectoryLock> lock_trace_for_reading(const std::filesystem
   // The directory itself, not a symbolic link to it: DirectoryLock locks no link.
   const auto canonical = std::filesystem::canonical(directory, ec);
   if (ec || ::access(canonical.c_str(), R_OK | X_OK) != 0) return std::nullopt;
-  return DirectoryLock::if_exists(canonical, LockMode::shared);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    return DirectoryLock::if_exists(canonical, LockMode::shared);
+  } catch (const Error&) {
+    if (std::chrono::steady_clock::now() - start >= DirectoryLock::kDefaultTimeout) throw;  // a writer holds it
+    return std::nullopt;
+  }
 }
 
 }  // namespace tracetorch::detail
