@@ -1,6 +1,6 @@
 // Whole-tree replacement of a trace directory (issue 26, item 1): detail/io/publish.hpp, with
 // real processes killed by SIGKILL at random instants and writers racing one debug_path.
-// docs/publish-draft.md lists each promise and the test case here that proves it.
+// docs/reliability.md ("A trace is replaced whole") lists each promise and the test that proves it.
 
 #include <doctest/doctest.h>
 #include <tracetorch/detail/io/directory_lock.hpp>

@@ -39,7 +39,10 @@ namespace tracetorch {
 /// \endcode
 struct DebuggerOptions {
   /// Where the JSON files (and, without use_repr, the .safetensors files) go; created if
-  /// missing. Empty: the current directory.
+  /// missing. Empty: the current directory. Each trace replaces the previous one whole, in one
+  /// step, even if the process is killed (docs/reliability.md); in the process's working
+  /// directory (the default), a mount point or on a filesystem without RENAME_EXCHANGE, file by
+  /// file, each file whole.
   std::filesystem::path debug_path;
   /// Keep only the first and last of each run of numbered layer blocks (`layers.0` ... `layers.N`).
   bool do_prune_layers = true;
@@ -55,7 +58,7 @@ struct DebuggerOptions {
   /// computes every record and writes every file on its own.
   bool reuse_repeated_tensors = true;
   /// With use_repr=false: the files a trace replaces are kept, in a hidden directory of
-  /// debug_path (`.tracetorch-spares-<pid>-<n>`) removed when the process exits, and the next
+  /// debug_path (`.tracetorch-spares-<pid>-<16 hex>`) removed when the process exits, and the next
   /// trace into debug_path from this process writes over them instead of into new files: much
   /// faster on a VM that hands freed memory back to its host (docs/performance.md). Costs disk:
   /// up to a second copy of the trace while the process runs. A spare that another process has

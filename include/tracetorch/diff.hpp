@@ -96,6 +96,10 @@ struct DiffOptions {
 /// \endcode
 inline DiffReport diff_traces(const std::filesystem::path& reference, const std::filesystem::path& candidate,
                               const DiffOptions& options = {}) {
+  // Each trace is read under its directory's shared lock, from its JSON to its last tensor
+  // file: a trace the debugger publishes meanwhile is seen whole, before or after.
+  const auto reference_lock = detail::lock_trace_for_reading(reference);
+  const auto candidate_lock = detail::lock_trace_for_reading(candidate);
   auto ref = detail::parse_trace_file(detail::resolve_trace_path(reference));
   auto cand = detail::parse_trace_file(detail::resolve_trace_path(candidate));
 

@@ -1,22 +1,26 @@
 #pragma once
 /// \file
-/// The files of a trace in debug_path: tensor files staged under other names as the forward
-/// runs (hard links for repeated tensors), then all of them given their names with the two JSON
-/// files when the root returns, so that a forward that fails leaves the previous trace whole.
+/// The files of a trace in debug_path: written into a staging directory as the forward runs
+/// (hard links for repeated tensors), the two JSON files when the root returns, then published
+/// (trace_publish.hpp), so that a forward that fails or is killed leaves the previous trace whole.
 
 #include <torch/torch.h>
 
 #include <fcntl.h>   // AT_FDCWD, AT_EACCESS
-#include <unistd.h>  // faccessat, link, unlink
+#include <unistd.h>  // faccessat, linkat, renameat, unlinkat
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <filesystem>
 #include <memory>
 #include <memory_resource>
+#include <unordered_set>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -25,11 +29,12 @@
 
 #include "tracetorch/detail/debugger/forward_memory.hpp"
 #include "tracetorch/detail/debugger/spare_files.hpp"
-#include "tracetorch/detail/trace/format.hpp"
+#include "tracetorch/detail/debugger/trace_publish.hpp"
 #include "tracetorch/detail/debugger/trace_tree.hpp"
 #include "tracetorch/detail/error.hpp"
-#include "tracetorch/detail/io/atomic_file.hpp"
 #include "tracetorch/detail/io/safetensors_torch.hpp"  // write_safetensors
+#include "tracetorch/detail/io/staged_file_writer.hpp"
+#include "tracetorch/detail/trace/format.hpp"
 
 namespace tracetorch::detail {
 
@@ -76,7 +81,7 @@ inline void prepare_debug_path(const std::filesystem::path& debug_path) {
 /// Writes the JSON text of the tree under `root` in pieces of about 64 KiB: built whole, the
 /// text of a large trace was a fresh multi-megabyte string each forward, and faulting in its
 /// pages cost more than writing it.
-inline void write_json_text(AtomicFileWriter& file, const CallNode& root, bool strip_values) {
+inline void write_json_text(StagedFileWriter& file, const CallNode& root, bool strip_values) {
   constexpr std::size_t kPiece = 64 * 1024;
   std::string text;
   text.reserve(2 * kPiece);
@@ -92,24 +97,36 @@ inline void write_json_text(AtomicFileWriter& file, const CallNode& root, bool s
 
 /// The files of one session's traces: `<root name>_debug_tree_{FULL_TENSORS,SUMMARY}.json` and,
 /// with use_repr=false, one `<stem>.safetensors` per tensor. Between begin() and end() it holds
-/// the files a forward has staged, in the forward's arena.
+/// the staging directory of a forward and the files staged there, in the forward's arena.
 class TraceFiles {
  public:
   /// `keep_spares`: the files a trace replaces are kept for the next one to write over
   /// (DebuggerOptions::reuse_previous_files, with use_repr=false).
   TraceFiles(const std::string& root_name, std::filesystem::path debug_path, bool keep_spares)
       : debug_path_(std::move(debug_path)),
-        full_tensors_path_(debug_path_ / (root_name + std::string(trace_format::kFullTensorsSuffix))),
-        summary_path_(debug_path_ / (root_name + std::string(trace_format::kSummarySuffix))),
-        keep_spares_(keep_spares) {}
+        json_names_{root_name + std::string(trace_format::kFullTensorsSuffix), root_name + std::string(trace_format::kSummarySuffix)},
+        full_tensors_path_(debug_path_ / json_names_[0]),
+        summary_path_(debug_path_ / json_names_[1]) {
+    publishing_.debug_path = debug_path_;
+    publishing_.keep_spares = keep_spares;
+  }
 
   const std::filesystem::path& full_tensors_path() const noexcept { return full_tensors_path_; }
   const std::filesystem::path& summary_path() const noexcept { return summary_path_; }
 
-  /// A forward begins: its staged files' bookkeeping goes to `memory`.
+  /// A forward begins: its staged files' bookkeeping goes to `memory`. The staging directory is
+  /// made at the first file, so that a failure to make it fails the forward, not its start.
   void begin(ForwardArena& memory) {
-    if (keep_spares_) borrow_spares();
     staged_.emplace(&memory);
+    written_.emplace(&memory);
+    reused_ = false;
+    set_aside_ = 0;
+    try {
+      publishing_.target = SpareFilesRegistry::key_of(debug_path_);
+      if (publishing_.keep_spares) borrow_spares();
+    } catch (const std::exception&) {
+      publishing_.target.clear();  // out of memory: found again at the first file
+    }
   }
 
   /// The tensor files this forward has written so far.
@@ -118,18 +135,18 @@ class TraceFiles {
   /// Writes `tensor` to the file transformers names after `stem`; returns the JSON value.
   std::string write(const torch::Tensor& tensor, const std::string& stem) {
     const std::string file_name = tensor_file_name(stem);
-    const auto path = debug_path_ / file_name;
-    // Written under a temporary name and renamed with the JSON files at the end of the
-    // forward: a forward that fails leaves the files of the previous trace as they were.
-    std::optional<AtomicFileWriter> writer;
-    const auto staged = spares_ ? spares_->claim(file_name) : std::nullopt;
-    if (staged) {
-      writer.emplace(path, *staged, overwrite_existing);
-    } else {
-      writer.emplace(path);
+    const auto shown_as = debug_path_ / file_name;
+    const int directory = staging().fd();
+    set_aside_earlier(file_name);
+    try {
+      StagedFileWriter writer(directory, file_name, shown_as);
+      write_safetensors(writer, shown_as, {{std::string(trace_format::kTensorKey), tensor}}, {});
+      writer.finish();
+    } catch (...) {
+      put_back_earlier(file_name);
+      throw;
     }
-    write_safetensors(*writer, path, {{std::string(trace_format::kTensorKey), tensor}}, {});
-    add_staged(writer->release(), path, staged.has_value());
+    add_staged(file_name);
     return json_value_of(file_name);
   }
 
@@ -138,14 +155,16 @@ class TraceFiles {
   std::string link(const torch::Tensor& tensor, const std::string& stem, std::size_t index) {
     if (hard_links_work_) {
       const std::string file_name = tensor_file_name(stem);
-      auto path = debug_path_ / file_name;
-      const auto in_spares = spares_ ? spares_->claim(file_name) : std::nullopt;
-      auto staged = in_spares ? *in_spares : unique_temp_path(path);
-      if (in_spares) ::unlink(staged.c_str());  // the spare of a name that is a link this time
-      if (::link((*staged_)[index].staged.c_str(), staged.c_str()) == 0) {
-        add_staged(staged, path, in_spares.has_value());
+      const int directory = staging().fd();
+      set_aside_earlier(file_name);  // first: the file linked from may be the one of that name
+      char source[kAsideNameSize];
+      const char* from = staged_name((*staged_)[index], source);
+      if (reused_) ::unlinkat(directory, file_name.c_str(), 0);  // the spare of a name that is a link this time
+      if (::linkat(directory, from, directory, file_name.c_str(), 0) == 0) {
+        add_staged(file_name);
         return json_value_of(file_name);
       }
+      put_back_earlier(file_name);
       hard_links_work_ = false;  // EPERM (no hard links on this filesystem), EMLINK, ...
     }
     return write(tensor, stem);
@@ -153,49 +172,74 @@ class TraceFiles {
 
   /// Removes the staged files written since the forward had written `count`.
   void discard_from(std::size_t count) noexcept {
-    if (!staged_) return;
+    if (!staged_ || !staging_) return;
     auto& files = *staged_;
-    std::error_code ignored;
-    for (std::size_t i = count; i < files.size(); ++i) std::filesystem::remove(files[i].staged, ignored);
-    if (count < files.size()) files.erase(files.begin() + static_cast<std::ptrdiff_t>(count), files.end());
+    while (files.size() > count) {
+      char aside[kAsideNameSize];
+      ::unlinkat(staging_->fd(), staged_name(files.back(), aside), 0);
+      const bool had_the_name = files.back().aside == 0;
+      const std::pmr::string name = std::move(files.back().name);
+      files.pop_back();
+      if (had_the_name) put_back_earlier(name);
+    }
   }
 
-  /// The forward returned with the tree under `root`: writes both JSON files, then gives every
-  /// file of the trace its name.
+  /// The forward returned with the tree under `root`: writes both JSON files, then publishes
+  /// the trace.
   void commit(const CallNode& root) {
     // Both JSON files are complete on disk before any file of this trace takes its final name,
     // so a full disk leaves the previous trace whole instead of half replaced.
-    AtomicFileWriter full(full_tensors_path_);
-    write_json_text(full, root, false);
-    AtomicFileWriter summary(summary_path_);
-    write_json_text(summary, root, true);
-    if (spares_) spares_->drop_unclaimed();
-    place_staged_files();
-    full.commit();
-    summary.commit();
+    write_json(json_names_[0], root, false);
+    write_json(json_names_[1], root, true);
+    std::vector<std::string> names;
+    names.reserve(staged_->size() + 2);
+    for (const auto& file : *staged_) {
+      if (file.aside == 0) names.emplace_back(file.name);
+    }
+    names.insert(names.end(), json_names_.begin(), json_names_.end());
+    if (reused_ || set_aside_ > 0) keep_only(names);
+    publish_trace(staging_, publishing_, names, json_names_);
   }
 
-  /// The forward is over; `keep_files`: it was committed. Its spares go back to the registry.
+  /// The forward is over; `keep_files`: it was published. The spares go back to the registry.
   void end(bool keep_files) noexcept {
-    if (spares_) {
-      spares_->forget_claims();
-      // A failed forward with no spares to keep (one that would have replaced a first trace)
-      // takes its hidden directory with it: the directory is left as it was.
+    if (staging_ && !keep_files) {
+      for (const auto& name : json_names_) ::unlinkat(staging_->fd(), name.c_str(), 0);
+      // A failed forward keeps the spares it did not write over (where they still are), and
+      // takes a directory it made with it: debug_path is left as it was.
+      if (!reused_ || !staging_->inside(publishing_.target)) staging_.reset();
+    }
+    if (staging_) {
       try {
-        if (keep_files || !spares_->empty()) SpareFilesRegistry::instance().give_back(std::move(spares_));
+        SpareFilesRegistry::instance().give_back(std::move(staging_));
       } catch (const std::exception&) {
       }
-      spares_.reset();  // not given back: removed with its directory
+      staging_.reset();  // not given back: removed
     }
+    written_.reset();
     staged_.reset();
   }
 
  private:
+  /// A staged file: `name` in the staging directory, or, where a later file of this forward took
+  /// that name (two stems that name one file: the later wins, as in Python), `.tracetorch-aside-<aside>`.
   struct StagedFile {
-    std::pmr::string staged;
-    std::pmr::string target;
-    bool in_spares;  // staged in spares_' directory
+    std::pmr::string name;
+    unsigned aside;
   };
+  static constexpr std::size_t kAsideNameSize = 40;
+  /// Looks names up by string_view (no copy).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const noexcept { return std::hash<std::string_view>{}(name); }
+  };
+
+  /// Where `file` is in the staging directory; `buffer` holds the name of a file set aside.
+  static const char* staged_name(const StagedFile& file, char (&buffer)[kAsideNameSize]) noexcept {
+    if (file.aside == 0) return file.name.c_str();
+    std::snprintf(buffer, kAsideNameSize, ".tracetorch-aside-%u", file.aside);
+    return buffer;
+  }
 
   static std::string tensor_file_name(const std::string& stem) {
     return file_name_for(stem) + std::string(trace_format::kTensorFileExtension);
@@ -205,44 +249,83 @@ class TraceFiles {
     return std::string(trace_format::kTensorFilePrefix) + file_name;
   }
 
+  /// The forward's staging directory, made at the first need.
+  TraceStaging& staging() {
+    if (!staging_) {
+      if (publishing_.target.empty()) publishing_.target = SpareFilesRegistry::key_of(debug_path_);
+      staging_ = std::make_unique<TraceStaging>(publishing_.target.string(), publishing_.target);
+    }
+    return *staging_;
+  }
+
   void borrow_spares() {
-    // Spares only where this forward replaces a trace: a first trace into a directory makes
-    // no hidden directory there.
-    try {
-      std::error_code ignored;
-      spares_ = SpareFilesRegistry::instance().borrow(debug_path_, std::filesystem::exists(full_tensors_path_, ignored));
-      if (spares_ && !spares_->prepare()) spares_.reset();
-    } catch (const std::exception&) {
-      spares_.reset();  // out of memory: this forward writes new files, as without spares
-    }
+    auto spares = SpareFilesRegistry::instance().borrow(publishing_.target.string());
+    // Spares whose debug_path was removed or moved since are dropped (removed where they are).
+    if (!spares || !spares->inside(publishing_.target)) return;
+    staging_ = std::move(spares);
+    reused_ = true;
   }
 
-  void add_staged(const std::filesystem::path& staged, const std::filesystem::path& target, bool in_spares) {
+  void write_json(const std::string& name, const CallNode& root, bool strip_values) {
+    StagedFileWriter file(staging().fd(), name, debug_path_ / name);
+    write_json_text(file, root, strip_values);
+  }
+
+  void add_staged(const std::string& file_name) {
     const auto memory = staged_->get_allocator().resource();
-    staged_->push_back({std::pmr::string(staged.native(), memory), std::pmr::string(target.native(), memory), in_spares});
+    staged_->push_back({std::pmr::string(file_name, memory), 0});
+    written_->emplace(file_name);
   }
 
-  void place_staged_files() {
-    for (const auto& file : *staged_) {
-      std::error_code ec;
-      const std::filesystem::path staged(file.staged), target(file.target);
-      if (file.in_spares) {
-        spares_->placed(staged.filename().string(), replace_file_keeping_old(staged, target, ec));
-      } else {
-        replace_file(staged, target, ec);
+  /// Where `name` was written before in this forward, that file is renamed aside: its content
+  /// stays for the links made from it, and the name is free for the later file.
+  void set_aside_earlier(const std::string& name) {
+    if (!written_->contains(std::string_view(name))) return;
+    for (auto it = staged_->rbegin(); it != staged_->rend(); ++it) {
+      if (it->aside != 0 || std::string_view(it->name) != name) continue;
+      char aside[kAsideNameSize];
+      const unsigned number = ++set_aside_;
+      std::snprintf(aside, sizeof aside, ".tracetorch-aside-%u", number);
+      if (::renameat(staging_->fd(), name.c_str(), staging_->fd(), aside) != 0) {
+        throw Error("tracetorch: cannot write " + (debug_path_ / name).string() + ": " + std::strerror(errno));
       }
-      if (ec) throw Error("tracetorch: cannot write " + target.string() + ": " + ec.message());
+      it->aside = number;
+      return;
     }
-    staged_->clear();  // renamed: nothing left to remove
+  }
+
+  /// Undoes set_aside_earlier where the later file of `name` is gone.
+  void put_back_earlier(std::string_view name) noexcept {
+    if (set_aside_ == 0 || !staged_) return;
+    for (auto it = staged_->rbegin(); it != staged_->rend(); ++it) {
+      if (std::string_view(it->name) != name) continue;
+      if (it->aside == 0) return;  // the name is held
+      char aside[kAsideNameSize];
+      if (::renameat(staging_->fd(), staged_name(*it, aside), staging_->fd(), it->name.c_str()) == 0) it->aside = 0;
+      return;
+    }
+  }
+
+  /// Removes from the staging directory whatever is not one of `names`: spares this forward did
+  /// not write over, files set aside. It then holds exactly the new trace.
+  void keep_only(const std::vector<std::string>& names) {
+    const std::set<std::string_view> wanted(names.begin(), names.end());
+    for (const auto& entry : publish_detail::entries_of(staging_->fd())) {
+      if (!wanted.contains(entry)) ::unlinkat(staging_->fd(), entry.c_str(), 0);
+    }
   }
 
   std::filesystem::path debug_path_;
+  std::vector<std::string> json_names_;  // FULL_TENSORS, SUMMARY
   std::filesystem::path full_tensors_path_;
   std::filesystem::path summary_path_;
-  bool keep_spares_;
+  PublishState publishing_;
   bool hard_links_work_ = true;
-  std::unique_ptr<SpareFiles> spares_;  // lent for one forward, with keep_spares_
+  bool reused_ = false;      // staging_ holds the spares of an earlier trace
+  unsigned set_aside_ = 0;   // files set aside in this forward
+  std::unique_ptr<TraceStaging> staging_;  // between begin() and end(), once made or borrowed
   std::optional<std::pmr::vector<StagedFile>> staged_;  // between begin() and end()
+  std::optional<std::pmr::unordered_set<std::pmr::string, NameHash, std::equal_to<>>> written_;  // the names staged_ ever held
 };
 
 }  // namespace tracetorch::detail

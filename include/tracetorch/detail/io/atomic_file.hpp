@@ -16,14 +16,16 @@
 #include <unistd.h>
 
 #include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/io/staged_directory.hpp"  // publish_detail::random_hex
 
 namespace tracetorch::detail {
 
-/// `<pid>-<n>`, a different text at each call in this process and from any other process:
-/// for names that no other writer uses.
+/// `<pid>-<n>-<16 random hex>`, a different text at each call in this process and from any
+/// other process, including a later one with the same pid (whose leftovers, after a kill, a pid
+/// and a counter alone would collide with): for names that no other writer uses.
 inline std::string unique_suffix() {
   static std::atomic<unsigned long long> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  return std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" + publish_detail::random_hex();
 }
 
 /// A name beside `target` that no other writer uses: several threads of one process may
@@ -61,11 +63,16 @@ inline void replace_file(const std::filesystem::path& staged, const std::filesys
   if (replace_file_keeping_old(staged, target, ec)) ::unlink(staged.c_str());
 }
 
-/// Tag of the AtomicFileWriter constructor that writes over a file already at the temporary name.
-struct overwrite_existing_t {
-  explicit overwrite_existing_t() = default;
-};
-inline constexpr overwrite_existing_t overwrite_existing{};
+/// True where the file open at `fd` may be written over in place: a regular file of one link
+/// that nobody else has open or mapped (the kernel grants a write lease only then), so that no
+/// reader and no other name of it sees its bytes change.
+inline bool may_write_over(int fd) noexcept {
+  struct stat info {};
+  const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
+                     ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+  if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
+  return alone;
+}
 
 /// Writes pieces one after another into a temporary file and renames it to `target` on commit().
 /// Destroying an uncommitted writer removes the temporary file.
@@ -73,32 +80,11 @@ class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path target)
       : target_(std::move(target)), temp_(unique_temp_path(target_)) {
-    // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name.
-    file_ = std::fopen(temp_.c_str(), "wbx");
-    if (file_ == nullptr) fail("cannot create");
-  }
-  /// Writes into `temp`, a name the caller keeps for itself, over the file already there where
-  /// that is safe: a regular file of one link that nobody else has open or mapped (the kernel
-  /// grants a write lease only then). Its pages in the file cache are written over instead of new
-  /// ones allocated: much faster on a VM whose host takes back the memory a deleted file frees
-  /// (docs/performance.md).
-  /// Otherwise whatever is at `temp` is removed and a new file made there.
-  AtomicFileWriter(std::filesystem::path target, std::filesystem::path temp, overwrite_existing_t)
-      : target_(std::move(target)), temp_(std::move(temp)) {
-    const int fd = ::open(temp_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      struct stat info {};
-      const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
-                         ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
-      if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
-      if (alone && (file_ = ::fdopen(fd, "wb")) != nullptr) {  // "w" of fdopen does not truncate
-        truncate_at_finish_ = true;
-        return;
-      }
-      ::close(fd);
+    // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name;
+    // a name taken (by a leftover, against the odds of its random part) gets another one.
+    for (int attempt = 0; attempt < 8 && (file_ = std::fopen(temp_.c_str(), "wbx")) == nullptr && errno == EEXIST; ++attempt) {
+      temp_ = unique_temp_path(target_);
     }
-    ::unlink(temp_.c_str());
-    file_ = std::fopen(temp_.c_str(), "wbx");
     if (file_ == nullptr) fail("cannot create");
   }
   AtomicFileWriter(const AtomicFileWriter&) = delete;
@@ -121,8 +107,6 @@ class AtomicFileWriter {
     if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": an earlier write failed");
     // fflush + fclose report a full disk that buffered fwrite calls did not.
     bool flushed = std::fflush(file_) == 0;
-    // Written over an older file: what it held beyond the new end goes.
-    if (flushed && truncate_at_finish_) flushed = ::ftruncate(::fileno(file_), ::ftello(file_)) == 0;
     const int saved_errno = errno;
     const bool closed = std::fclose(file_) == 0;
     file_ = nullptr;
@@ -131,15 +115,6 @@ class AtomicFileWriter {
       fail("cannot write");
     }
     finished_ = true;
-  }
-
-  /// finish(), then hands the temporary file over to the caller, who renames or removes it:
-  /// for files committed together later (the debugger's tensor files), without a second copy
-  /// or rename.
-  std::filesystem::path release() {
-    finish();
-    committed_ = true;
-    return temp_;
   }
 
   void commit() {
@@ -160,7 +135,6 @@ class AtomicFileWriter {
   std::FILE* file_ = nullptr;
   bool finished_ = false;
   bool committed_ = false;
-  bool truncate_at_finish_ = false;
 };
 
 /// Writes `content` to `target` atomically.

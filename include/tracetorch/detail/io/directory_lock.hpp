@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/io/fault_injection.hpp"
 
 namespace tracetorch::detail {
 
@@ -88,6 +89,7 @@ class DirectoryLock {
   DirectoryLock() = default;
 
   bool acquire(const std::filesystem::path& path, LockMode mode, std::chrono::milliseconds timeout) {
+    if (injected_fault("lock")) publish_detail::fail("cannot lock", path, errno);
     using clock = std::chrono::steady_clock;
     const auto deadline = clock::now() + timeout;
     auto pause = std::chrono::microseconds(100);

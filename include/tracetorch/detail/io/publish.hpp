@@ -5,7 +5,7 @@
 
 // Replaces a directory whole (issue 26, item 1): a trace is written into a fresh sibling of its
 // debug_path, which then takes debug_path's place in one step. Linux only; no LibTorch.
-// docs/publish-draft.md states the promises and the tests that prove them.
+// docs/reliability.md ("A trace is replaced whole") states the promises and the tests that prove them.
 //
 //   detail::StagedDirectory staged("dbg");                        // dbg/../.dbg.tracetorch-staging-<pid>-<random>
 //   write_files_into(staged.path());
@@ -45,6 +45,7 @@
 
 #include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/io/directory_lock.hpp"
+#include "tracetorch/detail/io/fault_injection.hpp"
 #include "tracetorch/detail/io/staged_directory.hpp"
 
 namespace tracetorch::detail {
@@ -208,6 +209,23 @@ inline void remove_abandoned_staging(StagedDirectory& staged, int target_fd, con
   }
 }
 
+/// Removes the directories `<prefix><pid>-<16 hex>` in `directory` whose creator is gone (no one
+/// holds their flock): staging directories made inside a target (StagedDirectory's second
+/// constructor), which hold only what their creator wrote. Best effort: what cannot be read or
+/// removed stays.
+inline void remove_abandoned_inside(const std::filesystem::path& directory, std::string_view prefix) {
+  namespace pd = publish_detail;
+  pd::UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return;
+  for (const auto& name : pd::entries_of(fd.get())) {
+    if (!pd::is_staging_name(name, prefix)) continue;
+    const pd::UniqueFd abandoned = pd::lock_abandoned(fd.get(), name);
+    if (!abandoned) continue;
+    std::error_code ignored;
+    std::filesystem::remove_all(directory / name, ignored);
+  }
+}
+
 namespace publish_detail {
 
 /// The steps of publish_once(), in order.
@@ -256,14 +274,15 @@ inline Carried link_carried_entries(int from, int to, const std::filesystem::pat
         S_ISDIR(info.st_mode)) {
       continue;
     }
-    if (::linkat(from, name.c_str(), to, name.c_str(), 0) == 0) {
+    if (!injected_fault("link") && ::linkat(from, name.c_str(), to, name.c_str(), 0) == 0) {
       carried.emplace(name, info);
       continue;
     }
     const int link_error = errno;
     if (link_error == ENOENT) continue;  // removed meanwhile
     int copy_error = 0;
-    const bool copied = S_ISREG(info.st_mode)   ? copy_file_at(from, to, name.c_str(), copy_error)
+    const bool copied = injected_fault("link") ? (copy_error = errno, false)
+                        : S_ISREG(info.st_mode)   ? copy_file_at(from, to, name.c_str(), copy_error)
                         : S_ISLNK(info.st_mode) ? copy_symlink_at(from, to, name.c_str(), copy_error)
                                                 : false;
     if (copied) {
@@ -281,7 +300,10 @@ inline Carried link_carried_entries(int from, int to, const std::filesystem::pat
 /// who does not lock: retry); CannotExchange where the filesystem refuses the exchange.
 inline bool exchange_with_target(const StagedDirectory& staged) {
   const auto& target = staged.target();
-  if (rename_at(AT_FDCWD, staged.path().c_str(), AT_FDCWD, target.c_str(), kRenameExchange) == 0) return true;
+  if (!injected_fault("exchange") &&
+      rename_at(AT_FDCWD, staged.path().c_str(), AT_FDCWD, target.c_str(), kRenameExchange) == 0) {
+    return true;
+  }
   const int error = errno;
   if (error == EINVAL || error == ENOSYS || error == EXDEV || error == EBUSY || error == ENOTSUP) {
     throw CannotExchange("tracetorch: cannot publish into " + target.string() +
@@ -306,11 +328,11 @@ inline std::string move_over_kept_entries(const StagedDirectory& replaced, int n
       const auto found = carried.find(name);
       int moved = 0;
       if (found != carried.end() && same_inode(found->second, now)) {
-        moved = ::unlinkat(replaced.fd(), name.c_str(), 0);
-      } else if (found != carried.end()) {
-        moved = ::renameat(replaced.fd(), name.c_str(), new_tree, name.c_str());  // newer than the one kept
+        moved = injected_fault("move over") ? -1 : ::unlinkat(replaced.fd(), name.c_str(), 0);
+      } else if (found != carried.end()) {  // newer than the one kept
+        moved = injected_fault("move over") ? -1 : ::renameat(replaced.fd(), name.c_str(), new_tree, name.c_str());
       } else if (!exists_at(new_tree, name.c_str())) {
-        moved = rename_at(replaced.fd(), name.c_str(), new_tree, name.c_str(), kRenameNoReplace);
+        moved = injected_fault("move over") ? -1 : rename_at(replaced.fd(), name.c_str(), new_tree, name.c_str(), kRenameNoReplace);
       }
       if (moved != 0 && errno != ENOENT && failed.empty()) {
         failed = (replaced.path() / name).string() + ": " + std::generic_category().message(errno);
@@ -375,8 +397,10 @@ inline std::optional<StagedDirectory> publish_once(StagedDirectory& staged, cons
 /// (two first publishes: the second locks and exchanges). Returns the replaced tree, at a
 /// staging name and locked: what the new tree replaced by name or refused to carry over; it is
 /// removed when destroyed (or kept, for reuse of its files). tracetorch::Error naming the path
-/// that failed; CannotExchange where an exchange is impossible there (nothing changed).
-inline std::optional<StagedDirectory> publish(StagedDirectory staged, const CarryOver& carry_over = keep_every_entry,
+/// that failed; CannotExchange where an exchange is impossible there (nothing changed). `staged`
+/// is spent only where the publish succeeds: after an exception it is still the caller's, at
+/// the staging name beside the target (where it may hold links to carried-over entries).
+inline std::optional<StagedDirectory> publish(StagedDirectory&& staged, const CarryOver& carry_over = keep_every_entry,
                                               const PublishOptions& options = {}) {
   if (!staged.fd()) throw Error("tracetorch: publish: the staged directory was published or discarded already");
   for (int attempt = 0; attempt < 1000; ++attempt) {

@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +25,7 @@
 
 #include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/io/directory_lock.hpp"
+#include "tracetorch/detail/io/fault_injection.hpp"
 
 namespace tracetorch::detail {
 
@@ -83,6 +85,12 @@ inline bool is_staging_name(std::string_view name, std::string_view prefix) {
 /// `.<name>.tracetorch-kept-<16 random hex>`: where a tree that must never be removed is kept.
 inline std::string kept_name(const std::string& name) { return "." + name + ".tracetorch-kept-" + random_hex(); }
 
+/// renameat2(RENAME_NOREPLACE) by its system call (glibc has a wrapper only from 2.28).
+inline int rename_noreplace(const std::filesystem::path& from, const std::filesystem::path& to) {
+  constexpr unsigned kNoReplace = 1;  // RENAME_NOREPLACE, <linux/fs.h>
+  return static_cast<int>(::syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), kNoReplace));
+}
+
 /// The target as an absolute path without "." or ".." parts or a trailing separator.
 inline std::filesystem::path normalized_target(const std::filesystem::path& target) {
   auto path = std::filesystem::absolute(target).lexically_normal();
@@ -99,29 +107,12 @@ inline std::filesystem::path normalized_target(const std::filesystem::path& targ
 /// (it belongs to the parent) and after publish(), which gives it the target's name.
 class StagedDirectory {
  public:
-  explicit StagedDirectory(const std::filesystem::path& target) : target_(publish_detail::normalized_target(target)) {
-    const auto parent = target_.parent_path();
-    const std::string prefix = publish_detail::staging_prefix(target_.filename().string());
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      auto path = parent / (prefix + std::to_string(::getpid()) + "-" + publish_detail::random_hex());
-      if (::mkdir(path.c_str(), 0777) != 0) {
-        if (errno == EEXIST) continue;
-        throw Error("tracetorch: cannot create the staging directory " + path.string() + " for " + target_.string() + ": " +
-                    std::generic_category().message(errno));
-      }
-      publish_detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      struct stat mine {}, named {};
-      // A publish cleaning up may have taken it for abandoned before the flock: then try another.
-      if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 && ::fstat(fd.get(), &mine) == 0 &&
-          ::lstat(path.c_str(), &named) == 0 && publish_detail::same_inode(mine, named)) {
-        path_ = std::move(path);
-        fd_ = std::move(fd);
-        return;
-      }
-      if (!fd) ::rmdir(path.c_str());
-    }
-    throw Error("tracetorch: cannot create a staging directory for " + target_.string() + ": 100 names were taken");
-  }
+  explicit StagedDirectory(const std::filesystem::path& target)
+      : StagedDirectory(publish_detail::normalized_target(target), std::nullopt) {}
+  /// The same, made inside `directory` as `<prefix><pid>-<16 random hex>` (the debugger stages
+  /// inside debug_path and moves the directory beside it to publish: move_beside_target()).
+  StagedDirectory(const std::filesystem::path& target, const std::filesystem::path& directory, std::string_view prefix)
+      : StagedDirectory(publish_detail::normalized_target(target), std::pair(directory, std::string(prefix))) {}
   StagedDirectory(StagedDirectory&& other) noexcept
       : target_(std::move(other.target_)), path_(std::move(other.path_)), fd_(std::move(other.fd_)), owner_(other.owner_) {}
   StagedDirectory& operator=(StagedDirectory&& other) noexcept {
@@ -143,6 +134,50 @@ class StagedDirectory {
   /// The open, flocked directory (for openat).
   int fd() const noexcept { return fd_.get(); }
 
+  /// Asks the kernel where the directory is now (another writer's publish may have moved it
+  /// with the tree it was in) and names it so. False where it was removed, or where that cannot
+  /// be known (no /proc): then path() stays as it was.
+  bool follow() {
+    if (!fd_) return false;
+    std::string where(4096, '\0');
+    const auto link = "/proc/self/fd/" + std::to_string(fd_.get());
+    const ssize_t size = ::readlink(link.c_str(), where.data(), where.size());
+    if (size <= 0 || static_cast<std::size_t>(size) == where.size()) return false;
+    where.resize(static_cast<std::size_t>(size));
+    struct stat mine {}, named {};
+    if (::fstat(fd_.get(), &mine) != 0 || mine.st_nlink == 0 || ::lstat(where.c_str(), &named) != 0 ||
+        !publish_detail::same_inode(mine, named)) {
+      return false;  // removed (the link reads "<path> (deleted)"), or moved again meanwhile
+    }
+    path_ = std::move(where);
+    return true;
+  }
+
+  /// Renames the directory to `new_path`, where nothing is (renameat2 RENAME_NOREPLACE); false
+  /// with errno set where that fails.
+  bool move_to(const std::filesystem::path& new_path) {
+    if (injected_fault("move out")) return false;
+    if (publish_detail::rename_noreplace(path_, new_path) != 0) return false;
+    path_ = new_path;
+    return true;
+  }
+
+  /// Moves the directory beside its target under a fresh staging name, from wherever it is now
+  /// (follow()); false with errno set where the parent cannot take it (EACCES, EXDEV, ...).
+  bool move_beside_target() {
+    const std::string prefix = publish_detail::staging_prefix(target_.filename().string());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      follow();
+      const auto beside = target_.parent_path() / (prefix + std::to_string(::getpid()) + "-" + publish_detail::random_hex());
+      if (move_to(beside)) return true;
+      if (errno != EEXIST && errno != ENOENT) return false;  // ENOENT: moved meanwhile, follow it again
+    }
+    return false;
+  }
+
+  /// Lets the directory go without removing it (it was removed or is another's now).
+  void close_without_removing() noexcept { fd_.reset(); }
+
   /// Removes the directory now (nothing where it was published or moved from).
   void discard() noexcept {
     if (fd_ && owner_ == ::getpid()) {
@@ -153,6 +188,32 @@ class StagedDirectory {
   }
 
  private:
+  using MadeIn = std::optional<std::pair<std::filesystem::path, std::string>>;
+  /// Makes the directory beside `target` (normalized), or where `inside` says.
+  StagedDirectory(std::filesystem::path target, const MadeIn& inside) : target_(std::move(target)) {
+    const auto parent = inside ? inside->first : target_.parent_path();
+    const std::string prefix = inside ? inside->second : publish_detail::staging_prefix(target_.filename().string());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      auto path = parent / (prefix + std::to_string(::getpid()) + "-" + publish_detail::random_hex());
+      if (::mkdir(path.c_str(), inside ? 0700 : 0777) != 0) {
+        if (errno == EEXIST) continue;
+        throw Error("tracetorch: cannot create the staging directory " + path.string() + " for " + target_.string() + ": " +
+                    std::generic_category().message(errno));
+      }
+      publish_detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      struct stat mine {}, named {};
+      // A publish cleaning up may have taken it for abandoned before the flock: then try another.
+      if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 && ::fstat(fd.get(), &mine) == 0 &&
+          ::lstat(path.c_str(), &named) == 0 && publish_detail::same_inode(mine, named)) {
+        path_ = std::move(path);
+        fd_ = std::move(fd);
+        return;
+      }
+      if (!fd) ::rmdir(path.c_str());
+    }
+    throw Error("tracetorch: cannot create a staging directory for " + target_.string() + ": 100 names were taken");
+  }
+
   friend std::optional<StagedDirectory> publish_once(StagedDirectory&, const CarryOver&, bool, std::chrono::milliseconds, bool&);
   /// The tree a publish replaced, now at the staging name `path`, keeping the target's `lock`.
   StagedDirectory(std::filesystem::path target, std::filesystem::path path, DirectoryLock&& lock)

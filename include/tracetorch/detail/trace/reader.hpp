@@ -6,16 +6,21 @@
 
 #include <boost/json.hpp>
 
+#include <unistd.h>  // access
+
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
 #include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/io/directory_lock.hpp"
 #include "tracetorch/detail/io/read_file.hpp"
 #include "tracetorch/detail/trace/format.hpp"
 
@@ -304,6 +309,31 @@ inline std::filesystem::path resolve_trace_path(const std::filesystem::path& pat
   }
   refuse_link_out_of(path, found[0]);
   return found[0];
+}
+
+/// The shared lock on the directory of the trace at `path` (a trace directory, or the directory
+/// of a trace JSON file), held while the trace is read: the debugger publishes a trace under the
+/// directory's exclusive lock (detail/debugger/trace_publish.hpp), so a reader holding it reads
+/// files of one trace only, the previous one or the new one. nullopt where there is nothing to
+/// lock (a path that does not exist, which the reader then reports) or the directory cannot be
+/// opened or locked (no read permission, a filesystem without flock): such a trace is read
+/// without the lock. tracetorch::Error where a writer keeps the lock longer than
+/// DirectoryLock::kDefaultTimeout.
+inline std::optional<DirectoryLock> lock_trace_for_reading(const std::filesystem::path& path) {
+  std::error_code ec;
+  const bool is_directory = std::filesystem::is_directory(path, ec);
+  auto directory = is_directory ? path : path.parent_path();
+  if (directory.empty()) directory = ".";
+  // The directory itself, not a symbolic link to it: DirectoryLock locks no link.
+  const auto canonical = std::filesystem::canonical(directory, ec);
+  if (ec || ::access(canonical.c_str(), R_OK | X_OK) != 0) return std::nullopt;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    return DirectoryLock::if_exists(canonical, LockMode::shared);
+  } catch (const Error&) {
+    if (std::chrono::steady_clock::now() - start >= DirectoryLock::kDefaultTimeout) throw;  // a writer holds it
+    return std::nullopt;
+  }
 }
 
 }  // namespace tracetorch::detail
