@@ -162,66 +162,28 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/capture/patch_registry.hpp ----
+// ---- begin tracetorch/detail/capture/output_options.hpp ----
 /// \file
-/// The run-time patch registry (transformers' monkey_patching): class names or patterns mapped
-/// to replacement module types; all its reads and writes. Patterns arrive compiled
-/// (patch_pattern.hpp), so this file needs no regex library.
+/// What a caller asks of a forward (OutputOptions, transformers' keyword arguments) and how it
+/// resolves against the model's config: one owner for the options and their defaults.
 
 #include <algorithm>
-#include <cstddef>
-#include <functional>
-#include <mutex>
+#include <cstdint>
+#include <initializer_list>
 #include <optional>
-#include <string>
-#include <string_view>
-#include <typeindex>
-#include <typeinfo>
-#include <utility>
-#include <vector>
-
-// ---- begin tracetorch/detail/module/holder.hpp ----
-/// \file
-/// The holders `TRACEABLE` defines (`TracedHolder`, and `PlainHolder` under TRACETORCH_DISABLE):
-/// `torch::nn::ModuleHolder` with call operators of forward's exact parameter types.
-
-#include <torch/torch.h>
-
-#include <type_traits>
-#include <utility>
-
-// ---- begin tracetorch/detail/module/traced.hpp ----
-/// \file
-/// `Traced<Impl, Name>`: the class derived from a user's `Impl` whose `forward` has the exact
-/// signature of `Impl::forward` and hands the call to the attached observers (detail/call.hpp).
-
-#include <torch/torch.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cstddef>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-
-// ---- begin tracetorch/detail/module/call.hpp ----
-// What a traced call shows to whoever watches it (the debugger, output capture), without
-// either side knowing the other's types: the module's attachments, and type-erased views of
-// the call's arguments and result.
-
-#include <torch/torch.h>
-
-#include <boost/container/small_vector.hpp>
-
-#include <atomic>
-#include <cstddef>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/capture/config_flag.hpp ----
+/// \file
+/// The one reader of a model's `config.<flag>`, a bool or a std::optional<bool> (None): capture
+/// reads output_hidden_states, output_attentions, return_dict and use_cache through it.
+
+#include <optional>
 
 // ---- begin tracetorch/detail/module/serialize.hpp ----
 // C++ values as transformers' debugger serialises Python values (`_serialize_io`), told to a
@@ -441,6 +403,103 @@ void visit_value(const T& value, ValueVisitor& visitor) {
 
 namespace tracetorch::detail {
 
+/// A flag as a bool, or None when it is an empty optional.
+template <class T>
+std::optional<bool> flag_value(const T& value) {
+  if constexpr (is_optional_like<T>) {
+    return value.has_value() ? std::optional<bool>(static_cast<bool>(*value)) : std::nullopt;
+  } else {
+    return static_cast<bool>(value);
+  }
+}
+
+/// The flag `member` reads from `model.config`; None when the model has no config or the config
+/// lacks that member (transformers reads an absent attribute as None).
+template <class Model, class Member>
+std::optional<bool> config_flag(const Model& model, Member member) {
+  if constexpr (requires { member(model.config); }) {
+    return flag_value(member(model.config));
+  } else {
+    return std::nullopt;
+  }
+}
+
+// The config members capture reads, each a reader for config_flag; its return type makes a
+// config without the member a substitution failure, which config_flag reads as None.
+#define TRACETORCH_DETAIL_CONFIG_MEMBER(name) \
+  inline constexpr auto name##_member = [](const auto& config) -> decltype(config.name) { return config.name; }
+TRACETORCH_DETAIL_CONFIG_MEMBER(output_hidden_states);
+TRACETORCH_DETAIL_CONFIG_MEMBER(output_attentions);
+TRACETORCH_DETAIL_CONFIG_MEMBER(return_dict);
+TRACETORCH_DETAIL_CONFIG_MEMBER(use_cache);
+#undef TRACETORCH_DETAIL_CONFIG_MEMBER
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/config_flag.hpp ----
+// ---- begin tracetorch/detail/capture/output_fields.hpp ----
+/// \file
+/// An output struct's fields by name, as TRACETORCH_OUTPUT declares them: how record maps and
+/// capture find a field (`"attentions"`, `&Output::attentions`) in a plain C++ struct.
+
+#include <boost/pfr.hpp>
+#include <boost/preprocessor/cat.hpp>
+#include <boost/preprocessor/punctuation/comma_if.hpp>
+#include <boost/preprocessor/seq/for_each.hpp>
+#include <boost/preprocessor/seq/for_each_i.hpp>
+#include <boost/preprocessor/stringize.hpp>
+#include <boost/preprocessor/variadic/size.hpp>
+#include <boost/preprocessor/variadic/to_seq.hpp>
+
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+// ---- begin tracetorch/detail/module/holder.hpp ----
+/// \file
+/// The holders `TRACEABLE` defines (`TracedHolder`, and `PlainHolder` under TRACETORCH_DISABLE):
+/// `torch::nn::ModuleHolder` with call operators of forward's exact parameter types.
+
+#include <torch/torch.h>
+
+#include <type_traits>
+#include <utility>
+
+// ---- begin tracetorch/detail/module/traced.hpp ----
+/// \file
+/// `Traced<Impl, Name>`: the class derived from a user's `Impl` whose `forward` has the exact
+/// signature of `Impl::forward` and hands the call to the attached observers (detail/call.hpp).
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+// ---- begin tracetorch/detail/module/call.hpp ----
+// What a traced call shows to whoever watches it (the debugger, output capture), without
+// either side knowing the other's types: the module's attachments, and type-erased views of
+// the call's arguments and result.
+
+#include <torch/torch.h>
+
+#include <boost/container/small_vector.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+
+namespace tracetorch::detail {
+
 class CallObserver;
 class TracedModuleBase;
 
@@ -598,6 +657,9 @@ class CallResultOf final : public CallResult {
   }
 
   void visit(ValueVisitor& visitor) const override { visit_value(result_, visitor); }
+  /// The result itself, for an observer that knows the forward's type (output capture's
+  /// index functions).
+  const R& value() const noexcept { return result_; }
 
  private:
   const R& result_;
@@ -1018,6 +1080,629 @@ inline constexpr bool is_traceable_v =
 }  // namespace tracetorch
 // ---- end tracetorch/detail/module/holder.hpp ----
 
+namespace tracetorch::detail {
+
+/// A field's name as a type: selects the `tracetorch_output_flag` overload TRACETORCH_OUTPUT
+/// declares for that field.
+template <FixedString Name>
+struct FieldTag {};
+
+/// One field of an output struct, by name and member pointer.
+template <FixedString Name, auto Member>
+struct NamedField {
+  static constexpr std::string_view name = Name.view();
+  static constexpr auto member = Member;
+  using tag = FieldTag<Name>;
+};
+
+template <class T>
+concept has_output_fields = requires(const T* p) { tracetorch_output_fields(p); };
+
+template <class T>
+using output_fields_t = decltype(tracetorch_output_fields(static_cast<const T*>(nullptr)));
+
+template <class T>
+inline constexpr bool always_false = false;
+
+/// The name of the field that `Member` points to, from the struct's TRACETORCH_OUTPUT.
+template <auto Member>
+struct member_name;
+template <class Field, class Struct, Field Struct::*Member>
+struct member_name<Member> {
+  static_assert(has_output_fields<Struct>,
+                "tracetorch::record<&Output::field>: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
+  template <class F>
+  static constexpr std::string_view name_if_same() {
+    if constexpr (std::is_same_v<std::remove_cv_t<decltype(F::member)>, Field Struct::*>) {
+      return F::member == Member ? F::name : std::string_view();
+    } else {
+      return {};
+    }
+  }
+  template <class... F>
+  static constexpr std::string_view find(std::tuple<F...>*) {
+    std::string_view found;
+    ((found = found.empty() ? name_if_same<F>() : found), ...);
+    return found;
+  }
+  static constexpr std::string_view value = find(static_cast<output_fields_t<Struct>*>(nullptr));
+  static_assert(!value.empty(), "tracetorch::record<&Output::field>: the field is not listed in TRACETORCH_OUTPUT");
+};
+
+}  // namespace tracetorch::detail
+
+// TRACETORCH_OUTPUT's pieces (tracetorch/output.hpp): one visit, one NamedField, and one reader
+// of the config's `output_<field>` flag, per field. The reader's return type makes a config
+// without that member a substitution failure, which capture reads as None (upstream's getattr).
+#define TRACETORCH_DETAIL_VISIT_FIELD(r, value, field) visit(BOOST_PP_STRINGIZE(field), value.field);
+#define TRACETORCH_DETAIL_CONFIG_FLAG(r, Type, field)                                                      \
+  template <class Config>                                                                                 \
+  auto tracetorch_output_flag(const Type*, ::tracetorch::detail::FieldTag<BOOST_PP_STRINGIZE(field)>,    \
+                              const Config& config) -> decltype(config.BOOST_PP_CAT(output_, field)) {   \
+    return config.BOOST_PP_CAT(output_, field);                                                           \
+  }
+#define TRACETORCH_DETAIL_NAMED_FIELD(r, Type, i, field) \
+  BOOST_PP_COMMA_IF(i)::tracetorch::detail::NamedField<BOOST_PP_STRINGIZE(field), &Type::field>
+// ---- end tracetorch/detail/capture/output_fields.hpp ----
+// ---- begin tracetorch/detail/capture/record_index.hpp ----
+/// \file
+/// Which element of a recorded module's output a recorder reads, and which output role a field
+/// plays: upstream's defaults and Python's negative indices, checked at compile time.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <ranges>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+// ---- begin tracetorch/detail/capture/call_keywords.hpp ----
+/// \file
+/// The keyword arguments of one traced call, as a recorder's index function reads them: GPT-2's
+/// block puts its attention weights at index 2 with `use_cache=True` and at 1 without.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+
+namespace tracetorch {
+
+/// The keywords a call passed (a keyword struct's passed fields, an OutputOptions' set ones),
+/// by name. A keyword the caller did not pass is absent: the forward's own default applies, so
+/// an index function says what that default is (`kw.flag("use_cache").value_or(false)`).
+class CallKeywords {
+ public:
+  /// True when the call passed `name` (None included).
+  bool passed(std::string_view name) const noexcept { return find(name) != nullptr; }
+  /// True when the call passed `name` as None.
+  bool is_none(std::string_view name) const noexcept {
+    const auto* entry = find(name);
+    return entry != nullptr && entry->kind == Kind::none;
+  }
+  /// The bool the call passed as `name`; none when not passed, passed as None, or not a bool.
+  std::optional<bool> flag(std::string_view name) const noexcept {
+    const auto* entry = find(name);
+    return entry != nullptr && entry->kind == Kind::boolean ? std::optional<bool>(entry->value != 0) : std::nullopt;
+  }
+  /// The integer the call passed as `name`; none when not passed or not an integer.
+  std::optional<std::int64_t> integer(std::string_view name) const noexcept {
+    const auto* entry = find(name);
+    return entry != nullptr && entry->kind == Kind::integer ? std::optional(entry->value) : std::nullopt;
+  }
+
+  enum class Kind { none, boolean, integer, other };
+  /// Adds a passed keyword (capture's collector does; tests may).
+  void add(std::string name, Kind kind, std::int64_t value = 0) { entries_.push_back({std::move(name), kind, value}); }
+
+ private:
+  struct Entry {
+    std::string name;
+    Kind kind;
+    std::int64_t value;
+  };
+  const Entry* find(std::string_view name) const noexcept {
+    for (const auto& entry : entries_) {
+      if (entry.name == name) return &entry;
+    }
+    return nullptr;
+  }
+  std::vector<Entry> entries_;
+};
+
+namespace detail {
+
+/// Collects the top-level keyword values of a call; nested values (tuples, tensors, structs)
+/// count as passed, of kind `other`.
+class KeywordCollector final : public ArgumentVisitor {
+ public:
+  explicit KeywordCollector(CallKeywords& out) : out_(out) {}
+
+  void positional(std::size_t) override { pending_.reset(); }
+  void keyword(std::string_view name) override { pending_ = std::string(name); }
+  void none() override { leaf(CallKeywords::Kind::none, 0); }
+  void boolean(bool value) override { leaf(CallKeywords::Kind::boolean, value ? 1 : 0); }
+  void integer(std::int64_t value) override { leaf(CallKeywords::Kind::integer, value); }
+  void floating(double) override { leaf(CallKeywords::Kind::other, 0); }
+  void string(std::string_view) override { leaf(CallKeywords::Kind::other, 0); }
+  void dtype(c10::ScalarType) override { leaf(CallKeywords::Kind::other, 0); }
+  void tensor(const torch::Tensor&) override { leaf(CallKeywords::Kind::other, 0); }
+  void repr(std::string_view) override { leaf(CallKeywords::Kind::other, 0); }
+  void begin_sequence() override { open(); }
+  void begin_mapping() override { open(); }
+  void element(std::size_t) override {}
+  void entry(std::string_view) override {}
+  void end() override { --depth_; }
+
+ private:
+  void leaf(CallKeywords::Kind kind, std::int64_t value) {
+    if (depth_ != 0 || !pending_) return;
+    out_.add(std::move(*pending_), kind, value);
+    pending_.reset();
+  }
+  void open() {
+    leaf(CallKeywords::Kind::other, 0);
+    ++depth_;
+  }
+
+  CallKeywords& out_;
+  std::optional<std::string> pending_;
+  int depth_ = 0;
+};
+
+inline CallKeywords keywords_of(const CallArgs& args) {
+  CallKeywords keywords;
+  KeywordCollector collector(keywords);
+  args.visit(collector);
+  return keywords;
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+// ---- end tracetorch/detail/capture/call_keywords.hpp ----
+
+namespace tracetorch::detail {
+
+/// How a record key is asked for: hidden_states and attentions by their own flags (cross_attentions
+/// and SAM's mask_decoder_attentions follow output_attentions, as upstream), every other key by
+/// its own `output_<key>` flag.
+enum class OutputRole { hidden_states, attentions, keyed };
+
+/// A record key is an output field's name, written without `output_` (that prefix makes the flag).
+constexpr bool is_record_key(std::string_view key) {
+  if (key.empty() || (key[0] >= '0' && key[0] <= '9') || key.substr(0, 7) == "output_") return false;
+  for (const char c : key) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+/// The index a bare type in a record map gets: upstream's 0 for a key containing hidden_states,
+/// else 1. (An OutputRecorder written out defaults to 0, as upstream's dataclass does.)
+inline constexpr int field_default_index = std::numeric_limits<int>::min();
+constexpr int default_index_of(std::string_view field) {
+  // By hand: GCC's UBSan build does not take string_view::find as a constant expression here.
+  constexpr std::string_view key = "hidden_states";
+  for (std::size_t at = 0; at + key.size() <= field.size(); ++at) {
+    if (field.substr(at, key.size()) == key) return 0;
+  }
+  return 1;
+}
+constexpr OutputRole role_of(std::string_view field) {
+  if (field == "hidden_states") return OutputRole::hidden_states;
+  if (field == "attentions" || field == "cross_attentions" || field == "mask_decoder_attentions") {
+    return OutputRole::attentions;
+  }
+  return OutputRole::keyed;
+}
+
+template <class Signature>
+struct member_function_result;
+#define TRACETORCH_DETAIL_RESULT_OF(QUALIFIERS)              \
+  template <class R, class C, class... A>                    \
+  struct member_function_result<R (C::*)(A...) QUALIFIERS> { \
+    using type = R;                                          \
+  }
+TRACETORCH_DETAIL_RESULT_OF();
+TRACETORCH_DETAIL_RESULT_OF(const);
+TRACETORCH_DETAIL_RESULT_OF(noexcept);
+TRACETORCH_DETAIL_RESULT_OF(const noexcept);
+#undef TRACETORCH_DETAIL_RESULT_OF
+
+/// The exact return type of `Traced`'s forward, or void when it is overloaded or a template.
+template <class Traced>
+struct forward_result {
+  using type = void;
+};
+template <class Traced>
+  requires(!std::is_void_v<typename forward_pointer<typename Traced::ImplType>::type>)
+struct forward_result<Traced> {
+  using type = typename member_function_result<typename forward_pointer<typename Traced::ImplType>::type>::type;
+};
+template <class Traced>
+using forward_result_t = typename forward_result<Traced>::type;
+
+template <class T>
+concept tensor_like = std::is_same_v<T, torch::Tensor> || std::is_same_v<T, std::optional<torch::Tensor>>;
+
+/// A result whose length is known only at run time: a list of tensors (Python's tuple of varying
+/// length, such as GPT-2's `(hidden, present, weights)` or `(hidden, weights)`).
+template <class R>
+concept tensor_range = std::ranges::sized_range<R> && tensor_like<std::remove_cvref_t<std::ranges::range_value_t<R>>>;
+
+/// Element `Index` of a forward output tuple `R`, counted from the end when negative; it must be
+/// a tensor or an optional tensor.
+template <class R, int Index>
+constexpr int checked_tuple_index() {
+  constexpr int size = static_cast<int>(std::tuple_size_v<R>);
+  constexpr int index = Index < 0 ? Index + size : Index;
+  static_assert(index >= 0 && index < size,
+                "tracetorch::OutputRecorder: index out of range for the target's forward output tuple");
+  if constexpr (index >= 0 && index < size) {
+    using Element = std::remove_cvref_t<std::tuple_element_t<index, R>>;
+    static_assert(tensor_like<Element>,
+                  "tracetorch::OutputRecorder: index names an element of the target's forward output that is "
+                  "neither a torch::Tensor nor a std::optional<torch::Tensor>");
+  }
+  return index;
+}
+
+/// The element index a recorder reads, Python's negative indices counted from the end; checked,
+/// readably, against `Traced`'s forward output. A forward returning one tensor is recorded whole,
+/// whatever the index (upstream records a non-tuple output as it is); a list of tensors is
+/// indexed at run time.
+template <class Traced, int Index>
+constexpr int checked_output_index() {
+  using Result = forward_result_t<Traced>;
+  if constexpr (std::is_void_v<Result>) {  // an overloaded or template forward: checked at run time
+    static_assert(Index >= 0,
+                  "tracetorch::OutputRecorder: a negative index needs a target with one, non-template forward");
+    return Index;
+  } else {
+    using R = std::remove_cvref_t<Result>;
+    if constexpr (tensor_like<R>) {
+      return 0;
+    } else if constexpr (is_tuple_like<R>) {
+      return checked_tuple_index<R, Index>();
+    } else if constexpr (tensor_range<R>) {
+      return Index;
+    } else {
+      static_assert(always_false<R>,
+                    "tracetorch::OutputRecorder: the target's forward returns neither a tensor, a tuple nor a "
+                    "list of tensors");
+      return 0;
+    }
+  }
+}
+
+/// An index given as a function (pointer or captureless lambda) rather than a number.
+template <auto Index>
+inline constexpr bool is_index_function = !std::is_integral_v<decltype(Index)>;
+
+/// An index function of the call's keywords: `int (const tracetorch::CallKeywords&)`.
+template <auto Index>
+inline constexpr bool indexes_by_keywords =
+    is_index_function<Index> && std::is_invocable_r_v<std::int64_t, decltype(Index), const CallKeywords&>;
+
+/// An index function of `Traced`'s forward output: `int (const Output&)`.
+template <class Traced, auto Index>
+constexpr bool indexes_by_output() {
+  if constexpr (!is_index_function<Index> || indexes_by_keywords<Index>) {
+    return false;
+  } else if constexpr (std::is_void_v<forward_result_t<Traced>>) {
+    return false;
+  } else {
+    return std::is_invocable_r_v<std::int64_t, decltype(Index), const std::remove_cvref_t<forward_result_t<Traced>>&>;
+  }
+}
+
+/// The index a recorder reads when it is a number (checked); 0 for an index function, which is
+/// checked to take the call's keywords or the target's forward output.
+template <class Traced, auto Index>
+constexpr int checked_recorder_index() {
+  if constexpr (!is_index_function<Index>) {
+    return checked_output_index<Traced, static_cast<int>(Index)>();
+  } else {
+    static_assert(indexes_by_keywords<Index> || indexes_by_output<Traced, Index>(),
+                  "tracetorch::OutputRecorder: an index function takes `const tracetorch::CallKeywords&` or the "
+                  "target's forward output (of a target with one, non-template forward) and returns the index");
+    return 0;
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/record_index.hpp ----
+
+namespace tracetorch {
+
+namespace detail {
+
+// Called only where an OutputKey is wrong: their names are the compile error's message.
+inline void output_key_must_be_a_field_name_without_output_prefix() {}
+inline void output_key_has_its_own_option_use_output_hidden_states_or_output_attentions() {}
+
+/// The name TRACETORCH_OUTPUT gives the field `member` points to.
+template <class Field, class Struct>
+consteval std::string_view field_name_of(Field Struct::*member) {
+  static_assert(has_output_fields<Struct>,
+                "tracetorch::OutputKey: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
+  std::string_view found;
+  if constexpr (has_output_fields<Struct>) {
+    const auto name_if_same = [&]<class F>(F*) {
+      if constexpr (std::is_same_v<std::remove_cv_t<decltype(F::member)>, Field Struct::*>) {
+        if (found.empty() && F::member == member) found = F::name;
+      }
+    };
+    [&]<class... F>(std::tuple<F...>*) { (name_if_same(static_cast<F*>(nullptr)), ...); }(
+        static_cast<output_fields_t<Struct>*>(nullptr));
+  }
+  return found;
+}
+
+}  // namespace detail
+
+/// A record key asked for by the call, as upstream's `output_<key>=True`: the key's name
+/// (`"router_logits"`) or the output field (`&MoeModelOutput::router_logits`, checked by the
+/// compiler). Either is checked at compile time to be a field name written without `output_`,
+/// and not hidden_states / attentions / cross_attentions, which have their own options.
+class OutputKey {
+ public:
+  template <std::size_t N>
+  consteval OutputKey(const char (&key)[N]) : name_(key, N - 1) {  // NOLINT: implicit, `{"router_logits", true}`
+    check(name_);
+  }
+  template <class Field, class Struct>
+  consteval OutputKey(Field Struct::*member) : name_(detail::field_name_of(member)) {  // NOLINT: implicit
+    check(name_);
+  }
+  constexpr std::string_view name() const noexcept { return name_; }
+
+ private:
+  static consteval void check(std::string_view key) {
+    if (!detail::is_record_key(key)) detail::output_key_must_be_a_field_name_without_output_prefix();
+    if (detail::role_of(key) != detail::OutputRole::keyed) {
+      detail::output_key_has_its_own_option_use_output_hidden_states_or_output_attentions();
+    }
+  }
+  std::string_view name_;
+};
+
+/// `output_<key>=value`: `.output = {{"router_logits", true}}`.
+struct OutputFlag {
+  OutputKey key;
+  bool value;
+};
+
+/// Positions of hidden_states to keep: `.output_hidden_states = tracetorch::layers{1, 3}` is
+/// transformers' `output_hidden_states=[1, 3]`.
+struct layers {
+  layers(std::initializer_list<std::int64_t> chosen) : indices(chosen) {}
+  std::vector<std::int64_t> indices;
+};
+
+/// `output_hidden_states`: all (true), none (false), or the listed positions. Positions count
+/// as in the returned sequence: 0 is the embedding output, i the output of layer i.
+class LayerSelection {
+ public:
+  LayerSelection(bool all) : all_(all) {}  // NOLINT: implicit, so `.output_hidden_states = true` reads naturally
+  LayerSelection(layers chosen) : indices_(std::move(chosen.indices)), listed_(true) {  // NOLINT: implicit
+    for (const auto index : indices_) {
+      if (index < 0) {
+        throw Error("tracetorch: output_hidden_states: position " + std::to_string(index) +
+                    " is negative; list positions from 0 (the embedding output)");
+      }
+    }
+  }
+
+  bool any() const noexcept { return all_ || !indices_.empty(); }
+  bool includes(std::int64_t position) const noexcept {
+    return all_ || std::find(indices_.begin(), indices_.end(), position) != indices_.end();
+  }
+  bool is_list() const noexcept { return listed_; }
+  const std::vector<std::int64_t>& indices() const noexcept { return indices_; }
+  bool all() const noexcept { return all_; }
+
+ private:
+  bool all_ = false;
+  std::vector<std::int64_t> indices_;
+  bool listed_ = false;
+};
+
+/// What a caller asks of a forward, as transformers' keyword arguments; unset means "ask the
+/// model's config" (a `config` member with the same names), else false.
+struct OutputOptions {
+  std::optional<LayerSelection> output_hidden_states;
+  std::optional<bool> output_attentions;
+  /// The record map's other keys, as upstream's `output_router_logits=True`:
+  /// `.output = {{"router_logits", true}}`. A key no record map in the program declares is a
+  /// tracetorch::Error when a capturing model sees it; a key given twice too.
+  std::vector<OutputFlag> output;
+  std::optional<bool> use_cache;
+  std::optional<bool> return_dict;
+  /// Trace this call with the model addition debugger, as upstream's `debug_io=True`: into
+  /// `debug_io_dir` (default "model_debug"), pruned when `prune_layers` (default false, as
+  /// upstream's None). The traced module needs nothing: its traced forward sees these keywords.
+  std::optional<bool> debug_io;
+  std::optional<std::string> debug_io_dir;
+  std::optional<bool> prune_layers;
+};
+
+/// How `capture_outputs` finishes hidden_states.
+struct CaptureSettings {
+  /// Replace the last recorded hidden state by the output's (post-norm) last_hidden_state, as
+  /// transformers does by default.
+  bool tie_last_hidden_states = true;
+};
+
+/// Resolved output flags of one forward.
+struct ResolvedOutputs {
+  LayerSelection hidden_states = false;
+  bool attentions = false;
+  /// The model's other record keys that are asked for (`output_<key>`: the call's, else the
+  /// config's, else false), in record-map order.
+  std::vector<std::string_view> keys;
+  /// Upstream's return_dict (call, else config, else true). A C++ forward returns its struct
+  /// either way; where it is false, `to_tuple(out, model)` is what Python would have returned.
+  bool return_dict = true;
+
+  /// Whether record key `key` is asked for: cross_attentions (and mask_decoder_attentions) with
+  /// attentions, as upstream.
+  bool wants(std::string_view key) const {
+    switch (detail::role_of(key)) {
+      case detail::OutputRole::hidden_states: return hidden_states.any();
+      case detail::OutputRole::attentions: return attentions;
+      case detail::OutputRole::keyed: return std::find(keys.begin(), keys.end(), key) != keys.end();
+    }
+    return false;
+  }
+  /// Whether anything at all is asked for.
+  bool any() const noexcept { return hidden_states.any() || attentions || !keys.empty(); }
+};
+
+namespace detail {
+
+/// The call's `output_<key>` flag, if it gave one.
+inline std::optional<bool> call_output_flag(const OutputOptions& options, std::string_view key) {
+  for (const auto& flag : options.output) {
+    if (flag.key.name() == key) return flag.value;
+  }
+  return std::nullopt;
+}
+
+/// `model.config.output_<Field>` through the reader TRACETORCH_OUTPUT declared for `Out`'s
+/// field; None when the model has no config or the config lacks that member.
+template <class Out, class Field, class Model>
+std::optional<bool> config_output_flag(const Model& model) {
+  if constexpr (requires { tracetorch_output_flag(static_cast<const Out*>(nullptr), typename Field::tag{}, model.config); }) {
+    return flag_value(tracetorch_output_flag(static_cast<const Out*>(nullptr), typename Field::tag{}, model.config));
+  } else {
+    return std::nullopt;
+  }
+}
+
+/// `Record`'s output_<key> flag: the call's, else the config's, else false.
+template <class Out, class Record, class Model, class... Fields>
+bool record_key_wanted(const Model& model, const OutputOptions& options, std::tuple<Fields...>*) {
+  if (const auto from_call = call_output_flag(options, Record::field)) return *from_call;
+  std::optional<bool> from_config;
+  ((Fields::name == Record::field ? void(from_config = config_output_flag<Out, Fields>(model)) : void()), ...);
+  return from_config.value_or(false);
+}
+
+/// The keys of `Model`'s record map beyond hidden_states and attentions that are asked for.
+template <class Out, class Model>
+void resolve_record_keys(const Model& model, const OutputOptions& options, ResolvedOutputs& resolved) {
+  using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
+  std::apply(
+      [&](auto... record) {
+        const auto add = [&]<class Record>(Record) {
+          if constexpr (Record::role == OutputRole::keyed) {
+            if (record_key_wanted<Out, Record>(model, options, static_cast<output_fields_t<Out>*>(nullptr))) {
+              resolved.keys.push_back(Record::field);
+            }
+          }
+        };
+        (add(record), ...);
+      },
+      Records{});
+}
+
+/// resolve_output_options' default output struct: the return type of the model's forward.
+struct deduce_output {};
+
+template <class Model>
+constexpr bool has_keyed_records() {
+  if constexpr (requires { Model::can_record_outputs; }) {
+    using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
+    return []<class... R>(std::tuple<R...>*) { return ((R::role == OutputRole::keyed) || ... || false); }(
+        static_cast<Records*>(nullptr));
+  } else {
+    return false;
+  }
+}
+
+template <class Model>
+auto deduced_output() {
+  using Pointer = typename forward_pointer<Model>::type;
+  if constexpr (!std::is_void_v<Pointer>) {
+    using R = std::remove_cvref_t<typename member_function_result<Pointer>::type>;
+    if constexpr (has_output_fields<R>) return std::type_identity<R>{};
+    else return std::type_identity<void>{};
+  } else {
+    return std::type_identity<void>{};
+  }
+}
+
+/// The output struct whose fields name the config flags of `Model`'s other record keys.
+template <class Out, class Model>
+auto model_output() {
+  if constexpr (!std::is_same_v<Out, deduce_output>) {
+    return std::type_identity<Out>{};
+  } else {
+    using Deduced = typename decltype(deduced_output<Model>())::type;
+    static_assert(!std::is_void_v<Deduced> || !has_keyed_records<Model>(),
+                  "tracetorch::resolve_output_options: the model's forward is overloaded or returns no "
+                  "TRACETORCH_OUTPUT struct; name the output struct: resolve_output_options<Output>(model, options)");
+    return std::type_identity<Deduced>{};
+  }
+}
+template <class Out, class Model>
+using model_output_t = typename decltype(model_output<Out, Model>())::type;
+
+/// Each flag from the call's options, else the model's config, else its default. `Out`, the
+/// output struct, names the config flags of the record map's other keys (void: none).
+template <class Out, class Model>
+ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
+  ResolvedOutputs resolved;
+  if (options.output_hidden_states) {
+    resolved.hidden_states = *options.output_hidden_states;
+  } else if (const auto from_config = config_flag(model, output_hidden_states_member)) {
+    resolved.hidden_states = LayerSelection(*from_config);
+  }
+  resolved.attentions = options.output_attentions.value_or(config_flag(model, output_attentions_member).value_or(false));
+  resolved.return_dict = options.return_dict.value_or(config_flag(model, return_dict_member).value_or(true));
+  if constexpr (!std::is_void_v<Out> && requires { Model::can_record_outputs; }) {
+    resolve_record_keys<Out>(model, options, resolved);
+  }
+  return resolved;
+}
+
+/// transformers' `@merge_with_config_defaults`: use_cache from the config unless given.
+template <class Model>
+OutputOptions merge_with_config_defaults(const Model& model, OutputOptions options) {
+  if (!options.use_cache) options.use_cache = config_flag(model, use_cache_member);
+  return options;
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+// ---- end tracetorch/detail/capture/output_options.hpp ----
+// ---- begin tracetorch/detail/capture/patch_registry.hpp ----
+/// \file
+/// The run-time patch registry (transformers' monkey_patching): class names or patterns mapped
+/// to replacement module types; all its reads and writes. Patterns arrive compiled
+/// (patch_pattern.hpp), so this file needs no regex library.
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+
 namespace tracetorch {
 
 /// A replacement module type, as a registry value: `tracetorch::replacement<FusedAttention>()`.
@@ -1180,6 +1865,38 @@ bool register_capturing_model() {
 template <class Model>
 inline const bool capturing_model_registered = register_capturing_model<Model>();
 
+/// The record keys some capturing model class of the program declares.
+inline std::vector<std::string_view> declared_record_keys() {
+  auto& models = capturing_models();
+  std::lock_guard lock(models.mutex);
+  std::vector<std::string_view> keys;
+  std::vector<std::pair<std::string_view, std::string_view>> targets;
+  for (const auto& type : models.types) type.recorder_targets(targets);
+  for (const auto& target : targets) {
+    if (std::find(keys.begin(), keys.end(), target.first) == keys.end()) keys.push_back(target.first);
+  }
+  return keys;
+}
+
+/// The call's `output_<key>` flags: each key once, each declared by some record map in the
+/// program (upstream passes an unknown `output_x` on through **kwargs, where a misspelling goes
+/// unseen; a model in between that lacks the key still passes it on to the sub-model that has it).
+inline void check_output_keys(const OutputOptions& options) {
+  if (options.output.empty()) return;
+  const auto declared = declared_record_keys();
+  for (std::size_t i = 0; i < options.output.size(); ++i) {
+    const auto key = options.output[i].key.name();
+    for (std::size_t j = 0; j < i; ++j) {
+      if (options.output[j].key.name() == key) throw Error("tracetorch: output_" + std::string(key) + " is given twice");
+    }
+    if (std::find(declared.begin(), declared.end(), key) != declared.end()) continue;
+    std::string known;
+    for (const auto name : declared) known += (known.empty() ? "" : ", ") + std::string(name);
+    throw Error("tracetorch: output_" + std::string(key) + ": no record map in this program declares the key `" +
+                std::string(key) + "` (declared: " + (known.empty() ? "none" : known) + ")");
+  }
+}
+
 /// Which modules start a sub-model of their own: taken once per capture, not per module.
 class SubModelTest {
  public:
@@ -1250,157 +1967,6 @@ inline void unpatch_all_model_recorders() {
 }  // namespace detail
 }  // namespace tracetorch
 // ---- end tracetorch/detail/capture/capturing_models.hpp ----
-// ---- begin tracetorch/detail/capture/output_options.hpp ----
-/// \file
-/// What a caller asks of a forward (OutputOptions, transformers' keyword arguments) and how it
-/// resolves against the model's config: one owner for the options and their defaults.
-
-#include <algorithm>
-#include <cstdint>
-#include <initializer_list>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
-
-// ---- begin tracetorch/detail/capture/config_flag.hpp ----
-/// \file
-/// The one reader of a model's `config.<flag>`, a bool or a std::optional<bool> (None): capture
-/// reads output_hidden_states, output_attentions, return_dict and use_cache through it.
-
-#include <optional>
-
-
-namespace tracetorch::detail {
-
-/// A flag as a bool, or None when it is an empty optional.
-template <class T>
-std::optional<bool> flag_value(const T& value) {
-  if constexpr (is_optional_like<T>) {
-    return value.has_value() ? std::optional<bool>(static_cast<bool>(*value)) : std::nullopt;
-  } else {
-    return static_cast<bool>(value);
-  }
-}
-
-/// The flag `member` reads from `model.config`; None when the model has no config or the config
-/// lacks that member (transformers reads an absent attribute as None).
-template <class Model, class Member>
-std::optional<bool> config_flag(const Model& model, Member member) {
-  if constexpr (requires { member(model.config); }) {
-    return flag_value(member(model.config));
-  } else {
-    return std::nullopt;
-  }
-}
-
-// The config members capture reads, each a reader for config_flag; its return type makes a
-// config without the member a substitution failure, which config_flag reads as None.
-#define TRACETORCH_DETAIL_CONFIG_MEMBER(name) \
-  inline constexpr auto name##_member = [](const auto& config) -> decltype(config.name) { return config.name; }
-TRACETORCH_DETAIL_CONFIG_MEMBER(output_hidden_states);
-TRACETORCH_DETAIL_CONFIG_MEMBER(output_attentions);
-TRACETORCH_DETAIL_CONFIG_MEMBER(return_dict);
-TRACETORCH_DETAIL_CONFIG_MEMBER(use_cache);
-#undef TRACETORCH_DETAIL_CONFIG_MEMBER
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/capture/config_flag.hpp ----
-
-namespace tracetorch {
-
-/// Positions of hidden_states to keep: `.output_hidden_states = tracetorch::layers{1, 3}` is
-/// transformers' `output_hidden_states=[1, 3]`.
-struct layers {
-  layers(std::initializer_list<std::int64_t> chosen) : indices(chosen) {}
-  std::vector<std::int64_t> indices;
-};
-
-/// `output_hidden_states`: all (true), none (false), or the listed positions. Positions count
-/// as in the returned sequence: 0 is the embedding output, i the output of layer i.
-class LayerSelection {
- public:
-  LayerSelection(bool all) : all_(all) {}  // NOLINT: implicit, so `.output_hidden_states = true` reads naturally
-  LayerSelection(layers chosen) : indices_(std::move(chosen.indices)), listed_(true) {  // NOLINT: implicit
-    for (const auto index : indices_) {
-      if (index < 0) {
-        throw Error("tracetorch: output_hidden_states: position " + std::to_string(index) +
-                    " is negative; list positions from 0 (the embedding output)");
-      }
-    }
-  }
-
-  bool any() const noexcept { return all_ || !indices_.empty(); }
-  bool includes(std::int64_t position) const noexcept {
-    return all_ || std::find(indices_.begin(), indices_.end(), position) != indices_.end();
-  }
-  bool is_list() const noexcept { return listed_; }
-  const std::vector<std::int64_t>& indices() const noexcept { return indices_; }
-  bool all() const noexcept { return all_; }
-
- private:
-  bool all_ = false;
-  std::vector<std::int64_t> indices_;
-  bool listed_ = false;
-};
-
-/// What a caller asks of a forward, as transformers' keyword arguments; unset means "ask the
-/// model's config" (a `config` member with the same names), else false.
-struct OutputOptions {
-  std::optional<LayerSelection> output_hidden_states;
-  std::optional<bool> output_attentions;
-  std::optional<bool> use_cache;
-  std::optional<bool> return_dict;
-  /// Trace this call with the model addition debugger, as upstream's `debug_io=True`: into
-  /// `debug_io_dir` (default "model_debug"), pruned when `prune_layers` (default false, as
-  /// upstream's None). The traced module needs nothing: its traced forward sees these keywords.
-  std::optional<bool> debug_io;
-  std::optional<std::string> debug_io_dir;
-  std::optional<bool> prune_layers;
-};
-
-/// How `capture_outputs` finishes hidden_states.
-struct CaptureSettings {
-  /// Replace the last recorded hidden state by the output's (post-norm) last_hidden_state, as
-  /// transformers does by default.
-  bool tie_last_hidden_states = true;
-};
-
-/// Resolved output flags of one forward.
-struct ResolvedOutputs {
-  LayerSelection hidden_states = false;
-  bool attentions = false;
-  /// Upstream's return_dict (call, else config, else true). A C++ forward returns its struct
-  /// either way; where it is false, `to_tuple(out, model)` is what Python would have returned.
-  bool return_dict = true;
-};
-
-namespace detail {
-
-/// Each flag from the call's options, else the model's config, else its default.
-template <class Model>
-ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
-  ResolvedOutputs resolved;
-  if (options.output_hidden_states) {
-    resolved.hidden_states = *options.output_hidden_states;
-  } else if (const auto from_config = config_flag(model, output_hidden_states_member)) {
-    resolved.hidden_states = LayerSelection(*from_config);
-  }
-  resolved.attentions = options.output_attentions.value_or(config_flag(model, output_attentions_member).value_or(false));
-  resolved.return_dict = options.return_dict.value_or(config_flag(model, return_dict_member).value_or(true));
-  return resolved;
-}
-
-/// transformers' `@merge_with_config_defaults`: use_cache from the config unless given.
-template <class Model>
-OutputOptions merge_with_config_defaults(const Model& model, OutputOptions options) {
-  if (!options.use_cache) options.use_cache = config_flag(model, use_cache_member);
-  return options;
-}
-
-}  // namespace detail
-}  // namespace tracetorch
-// ---- end tracetorch/detail/capture/output_options.hpp ----
 // ---- begin tracetorch/detail/capture/run_capture.hpp ----
 /// \file
 /// capture_outputs' steps once something is requested: recorder specs from the record map, a
@@ -1431,169 +1997,6 @@ OutputOptions merge_with_config_defaults(const Model& model, OutputOptions optio
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/capture/output_fields.hpp ----
-/// \file
-/// An output struct's fields by name, as TRACETORCH_OUTPUT declares them: how record maps and
-/// capture find a field (`"attentions"`, `&Output::attentions`) in a plain C++ struct.
-
-#include <boost/pfr.hpp>
-#include <boost/preprocessor/punctuation/comma_if.hpp>
-#include <boost/preprocessor/seq/for_each.hpp>
-#include <boost/preprocessor/seq/for_each_i.hpp>
-#include <boost/preprocessor/stringize.hpp>
-#include <boost/preprocessor/variadic/size.hpp>
-#include <boost/preprocessor/variadic/to_seq.hpp>
-
-#include <string_view>
-#include <tuple>
-#include <type_traits>
-
-
-namespace tracetorch::detail {
-
-/// One field of an output struct, by name and member pointer.
-template <FixedString Name, auto Member>
-struct NamedField {
-  static constexpr std::string_view name = Name.view();
-  static constexpr auto member = Member;
-};
-
-template <class T>
-concept has_output_fields = requires(const T* p) { tracetorch_output_fields(p); };
-
-template <class T>
-using output_fields_t = decltype(tracetorch_output_fields(static_cast<const T*>(nullptr)));
-
-template <class T>
-inline constexpr bool always_false = false;
-
-/// The name of the field that `Member` points to, from the struct's TRACETORCH_OUTPUT.
-template <auto Member>
-struct member_name;
-template <class Field, class Struct, Field Struct::*Member>
-struct member_name<Member> {
-  static_assert(has_output_fields<Struct>,
-                "tracetorch::record<&Output::field>: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
-  template <class F>
-  static constexpr std::string_view name_if_same() {
-    if constexpr (std::is_same_v<std::remove_cv_t<decltype(F::member)>, Field Struct::*>) {
-      return F::member == Member ? F::name : std::string_view();
-    } else {
-      return {};
-    }
-  }
-  template <class... F>
-  static constexpr std::string_view find(std::tuple<F...>*) {
-    std::string_view found;
-    ((found = found.empty() ? name_if_same<F>() : found), ...);
-    return found;
-  }
-  static constexpr std::string_view value = find(static_cast<output_fields_t<Struct>*>(nullptr));
-  static_assert(!value.empty(), "tracetorch::record<&Output::field>: the field is not listed in TRACETORCH_OUTPUT");
-};
-
-}  // namespace tracetorch::detail
-
-// TRACETORCH_OUTPUT's pieces (tracetorch/output.hpp): one visit, and one NamedField, per field.
-#define TRACETORCH_DETAIL_VISIT_FIELD(r, value, field) visit(BOOST_PP_STRINGIZE(field), value.field);
-#define TRACETORCH_DETAIL_NAMED_FIELD(r, Type, i, field) \
-  BOOST_PP_COMMA_IF(i)::tracetorch::detail::NamedField<BOOST_PP_STRINGIZE(field), &Type::field>
-// ---- end tracetorch/detail/capture/output_fields.hpp ----
-// ---- begin tracetorch/detail/capture/record_index.hpp ----
-/// \file
-/// Which element of a recorded module's output a recorder reads, and which output role a field
-/// plays: upstream's defaults and Python's negative indices, checked at compile time.
-
-#include <torch/torch.h>
-
-#include <cstddef>
-#include <limits>
-#include <optional>
-#include <string_view>
-#include <tuple>
-#include <type_traits>
-
-
-namespace tracetorch::detail {
-
-enum class OutputRole { hidden_states, attentions };
-
-constexpr bool is_known_field(std::string_view field) {
-  return field == "hidden_states" || field == "attentions" || field == "cross_attentions";
-}
-
-/// The index a bare type in a record map gets: upstream's 0 for a hidden_states key, else 1.
-/// (An OutputRecorder written out defaults to 0, as upstream's dataclass does.)
-inline constexpr int field_default_index = std::numeric_limits<int>::min();
-constexpr int default_index_of(std::string_view field) {
-  // By hand: GCC's UBSan build does not take string_view::find as a constant expression here.
-  constexpr std::string_view key = "hidden_states";
-  for (std::size_t at = 0; at + key.size() <= field.size(); ++at) {
-    if (field.substr(at, key.size()) == key) return 0;
-  }
-  return 1;
-}
-/// cross_attentions follow output_attentions, as in transformers.
-constexpr OutputRole role_of(std::string_view field) {
-  return field == "hidden_states" ? OutputRole::hidden_states : OutputRole::attentions;
-}
-
-template <class Signature>
-struct member_function_result;
-#define TRACETORCH_DETAIL_RESULT_OF(QUALIFIERS)              \
-  template <class R, class C, class... A>                    \
-  struct member_function_result<R (C::*)(A...) QUALIFIERS> { \
-    using type = R;                                          \
-  }
-TRACETORCH_DETAIL_RESULT_OF();
-TRACETORCH_DETAIL_RESULT_OF(const);
-TRACETORCH_DETAIL_RESULT_OF(noexcept);
-TRACETORCH_DETAIL_RESULT_OF(const noexcept);
-#undef TRACETORCH_DETAIL_RESULT_OF
-
-/// Element `Index` of a forward output tuple `R`, counted from the end when negative; it must be
-/// a tensor or an optional tensor.
-template <class R, int Index>
-constexpr int checked_tuple_index() {
-  constexpr int size = static_cast<int>(std::tuple_size_v<R>);
-  constexpr int index = Index < 0 ? Index + size : Index;
-  static_assert(index >= 0 && index < size,
-                "tracetorch::OutputRecorder: index out of range for the target's forward output tuple");
-  if constexpr (index >= 0 && index < size) {
-    using Element = std::remove_cvref_t<std::tuple_element_t<index, R>>;
-    static_assert(std::is_same_v<Element, torch::Tensor> || std::is_same_v<Element, std::optional<torch::Tensor>>,
-                  "tracetorch::OutputRecorder: index names an element of the target's forward output that is "
-                  "neither a torch::Tensor nor a std::optional<torch::Tensor>");
-  }
-  return index;
-}
-
-/// The element index a recorder reads, Python's negative indices counted from the end; checked,
-/// readably, against `Traced`'s forward output. A forward returning one tensor is recorded whole,
-/// whatever the index (upstream records a non-tuple output as it is).
-template <class Traced, int Index>
-constexpr int checked_output_index() {
-  using Pointer = typename forward_pointer<typename Traced::ImplType>::type;
-  if constexpr (std::is_void_v<Pointer>) {  // an overloaded or template forward: checked at run time
-    static_assert(Index >= 0,
-                  "tracetorch::OutputRecorder: a negative index needs a target with one, non-template forward");
-    return Index;
-  } else {
-    using R = std::remove_cvref_t<typename member_function_result<Pointer>::type>;
-    if constexpr (std::is_same_v<R, torch::Tensor>) {
-      return 0;
-    } else if constexpr (is_tuple_like<R>) {
-      return checked_tuple_index<R, Index>();
-    } else {
-      static_assert(always_false<R>,
-                    "tracetorch::OutputRecorder: the target's forward returns neither a tensor nor a tuple");
-      return 0;
-    }
-  }
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/capture/record_index.hpp ----
 // ---- begin tracetorch/detail/capture/session.hpp ----
 /// \file
 /// One capture's collection: the recorders' modules watched during one forward on one thread,
@@ -1720,10 +2123,15 @@ namespace tracetorch::detail {
 struct RecorderSpec {
   std::size_t slot;
   OutputRole role;
-  std::size_t index;
+  std::int64_t index;  // negative only for a result of run-time length: counted from its end
   std::string_view layer_name;
   bool (*is_target)(const torch::nn::Module&) = nullptr;  // isinstance(module, target); null once patched
   std::vector<std::type_index> types;                     // replacements, matched exactly
+  /// The recorder's index function of the call's keywords, else null.
+  std::int64_t (*index_from_keywords)(const CallKeywords&) = nullptr;
+  /// Reads element `index` (or the one the index function of the output says) from a result of
+  /// the target's type; null for a target with an overloaded or template forward.
+  torch::Tensor (*read)(const CallResult&, std::int64_t index, std::string_view path) = nullptr;
 };
 
 /// Upstream's layer_name test: a substring of the module's path, which upstream writes with a
@@ -1764,8 +2172,10 @@ class CaptureSession final : public CallObserver {
 
   bool on_enter(const Attachment& at, const CallArgs& args) override {
     if (std::this_thread::get_id() != owner_) return false;  // another thread's forward: not ours
-    ++calls_;
     const auto& spec = specs_[at.tag];
+    // Calls on one thread nest, so the index of the call now ending is always the last one pushed.
+    if (spec.index_from_keywords != nullptr) keyword_indices_.push_back(spec.index_from_keywords(keywords_of(args)));
+    ++calls_;
     auto& slot = slots_[spec.slot];
     if (spec.role == OutputRole::hidden_states && slot.positions == 0 && !slot.has_first_input) {
       slot.first_layer_input = args.tensor(0);
@@ -1777,7 +2187,13 @@ class CaptureSession final : public CallObserver {
   void on_exit(const Attachment& at, const CallResult& result) override {
     const auto& spec = specs_[at.tag];
     auto& slot = slots_[spec.slot];
-    torch::Tensor value = result.tensor(spec.index);
+    std::int64_t index = spec.index;
+    if (spec.index_from_keywords != nullptr) {
+      index = keyword_indices_.back();
+      keyword_indices_.pop_back();
+    }
+    torch::Tensor value = spec.read != nullptr ? spec.read(result, index, at.module_path)
+                                               : result.tensor(static_cast<std::size_t>(index));
     if (spec.role == OutputRole::hidden_states) {
       if (slot.positions == 0) add_hidden(slot, std::move(slot.first_layer_input));
       add_hidden(slot, std::move(value));
@@ -1786,7 +2202,9 @@ class CaptureSession final : public CallObserver {
     }
   }
 
-  void on_unwind(const Attachment&) noexcept override {}
+  void on_unwind(const Attachment& at) noexcept override {
+    if (specs_[at.tag].index_from_keywords != nullptr) keyword_indices_.pop_back();
+  }
 
   void detach() noexcept { attachments_.detach(); }
   std::vector<CaptureSlot>& slots() noexcept { return slots_; }
@@ -1839,6 +2257,7 @@ class CaptureSession final : public CallObserver {
   std::size_t attached_count_ = 0;  // only for check_something_was_seen's message
   std::string first_attached_;
   std::size_t calls_ = 0;
+  std::vector<std::int64_t> keyword_indices_;  // of the calls under way, innermost last
   AttachmentSet attachments_;
 };
 
@@ -1847,21 +2266,45 @@ class CaptureSession final : public CallObserver {
 
 namespace tracetorch::detail {
 
+/// How many of `Out`'s fields are named `key`.
+template <class... Fields>
+constexpr std::size_t fields_named(std::string_view key, std::tuple<Fields...>*) {
+  return ((Fields::name == key ? 1 : 0) + ... + 0);
+}
+
+/// The field a record key fills must exist in the output struct: checked once, before anything
+/// else, so that a misspelled key is one error (the note names the record).
+template <class Out, class Record>
+constexpr bool record_field_declared() {
+  using Fields = output_fields_t<Out>;
+  static_assert(fields_named(Record::field, static_cast<Fields*>(nullptr)) == 1,
+                "tracetorch::capture_outputs: the record map names a key that is not a field of the output struct "
+                "(TRACETORCH_OUTPUT); record keys are field names, such as router_logits");
+  static_assert(!Record::splits_cross_attentions || fields_named("cross_attentions", static_cast<Fields*>(nullptr)) == 1,
+                "tracetorch::capture_outputs: two recorders under attentions fill attentions and cross_attentions: "
+                "the output struct needs a cross_attentions field");
+  return true;
+}
+
+template <class Out, class... Records>
+constexpr bool record_fields_declared(std::tuple<Records...>*) {
+  return (record_field_declared<Out, Records>() && ...);
+}
+
 template <class Record, class Field, class Out, class Value>
 void store_if_named(Out& out, Value& value) {
   if constexpr (Field::name == Record::field) {
     using Type = std::remove_cvref_t<decltype(out.*Field::member)>;
     static_assert(std::is_same_v<Type, std::optional<std::vector<torch::Tensor>>>,
                   "tracetorch::capture_outputs: a recorded field must be std::optional<std::vector<torch::Tensor>>");
-    out.*Field::member = std::move(value);
+    if constexpr (std::is_same_v<Type, std::optional<std::vector<torch::Tensor>>>) out.*Field::member = std::move(value);
   }
 }
 
-/// Moves `values` into the field named `Record::field` (found through TRACETORCH_OUTPUT).
+/// Moves `values` into the field named `Record::field` (found through TRACETORCH_OUTPUT; that it
+/// exists was checked by record_fields_declared).
 template <class Record, class Out, class Value, class... Fields>
 void store_field(Out& out, Value&& value, std::tuple<Fields...>*) {
-  constexpr std::size_t matches = ((Fields::name == Record::field ? 1 : 0) + ... + 0);
-  static_assert(matches == 1, "tracetorch::capture_outputs: the record map names a field the output struct lacks");
   (store_if_named<Record, Fields>(out, value), ...);
 }
 
@@ -1935,6 +2378,121 @@ void finish_slots(Out& out, std::vector<CaptureSlot>& slots, const ResolvedOutpu
 #include <utility>
 #include <vector>
 
+// ---- begin tracetorch/detail/capture/read_recorded.hpp ----
+/// \file
+/// The element a recorder reads from a call's result, knowing the target's forward type: a
+/// tuple element, a list element counted at run time (from the end when negative), or the
+/// index an index function of the output gives.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <ranges>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+
+namespace tracetorch::detail {
+
+/// `index` as a position in a result of `size` elements, Python's negative indices counted from
+/// the end; out of range is an error naming the module.
+inline std::size_t checked_position(std::int64_t index, std::size_t size, std::string_view path) {
+  const auto count = static_cast<std::int64_t>(size);
+  const std::int64_t position = index < 0 ? index + count : index;
+  if (position < 0 || position >= count) {
+    throw Error("tracetorch::capture_outputs: recorder index " + std::to_string(index) + " is out of range for " +
+                std::string(path) + "'s output of " + std::to_string(size) + " element(s)");
+  }
+  return static_cast<std::size_t>(position);
+}
+
+/// Element `index` of a forward's output: the output itself when it is a tensor.
+template <class R>
+torch::Tensor recorded_element(const R& output, std::int64_t index, std::string_view path) {
+  if constexpr (tensor_like<R>) {
+    return tensor_of(output);  // one tensor is recorded whole, whatever the index
+  } else if constexpr (is_tuple_like<R>) {
+    const std::size_t at = checked_position(index, std::tuple_size_v<R>, path);
+    torch::Tensor found;
+    bool is_tensor = false;
+    std::size_t i = 0;
+    std::apply(
+        [&](const auto&... element) {
+          ((i++ == at ? void((is_tensor = tensor_like<std::remove_cvref_t<decltype(element)>>, found = tensor_of(element)))
+                      : void()),
+           ...);
+        },
+        output);
+    if (!is_tensor) {
+      throw Error("tracetorch::capture_outputs: recorder index " + std::to_string(index) + " names an element of " +
+                  std::string(path) + "'s output that is not a tensor");
+    }
+    return found;
+  } else {
+    static_assert(tensor_range<R>, "tracetorch::capture_outputs: a recorded output is a tensor, a tuple or a list of tensors");
+    const std::size_t at = checked_position(index, static_cast<std::size_t>(std::ranges::size(output)), path);
+    return tensor_of(*std::next(std::ranges::begin(output), static_cast<std::ptrdiff_t>(at)));
+  }
+}
+
+/// Reads what `Recorder` records from a call of its target. A replacement patched in may have
+/// another forward type: its result is then read as upstream's hooks read any tuple.
+template <class Recorder>
+torch::Tensor read_recorded(const CallResult& result, std::int64_t index, std::string_view path) {
+  using Result = forward_result_t<typename Recorder::target>;
+  const auto* typed = dynamic_cast<const CallResultOf<Result>*>(&result);
+  if constexpr (indexes_by_output<typename Recorder::target, Recorder::index>()) {
+    if (typed == nullptr) {
+      throw Error("tracetorch::capture_outputs: " + std::string(path) +
+                  " returns another type than the recorder's target, which its index function reads");
+    }
+    index = static_cast<std::int64_t>(std::invoke(Recorder::index, typed->value()));
+  }
+  if (typed == nullptr) {
+    if (index < 0) {
+      throw Error("tracetorch::capture_outputs: " + std::string(path) +
+                  " returns another type than the recorder's target: a negative index cannot be counted");
+    }
+    return result.tensor(static_cast<std::size_t>(index));
+  }
+  return recorded_element(typed->value(), index, path);
+}
+
+using RecordedReader = torch::Tensor (*)(const CallResult&, std::int64_t, std::string_view);
+
+/// The typed reader of `Recorder`'s target, or null when its forward is overloaded or a template
+/// (then the index is a checked non-negative number, read as upstream's hooks do).
+template <class Recorder>
+constexpr RecordedReader recorded_reader() {
+  if constexpr (std::is_void_v<forward_result_t<typename Recorder::target>>) {
+    return nullptr;
+  } else {
+    return &read_recorded<Recorder>;
+  }
+}
+
+/// The index function of the call's keywords a recorder was given, as a plain function.
+template <class Recorder>
+std::int64_t index_from_keywords(const CallKeywords& keywords) {
+  return static_cast<std::int64_t>(std::invoke(Recorder::index, keywords));
+}
+
+template <class Recorder>
+constexpr std::int64_t (*keyword_index_function())(const CallKeywords&) {
+  if constexpr (indexes_by_keywords<Recorder::index>) {
+    return &index_from_keywords<Recorder>;
+  } else {
+    return nullptr;
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/read_recorded.hpp ----
 // ---- begin tracetorch/detail/capture/recorder.hpp ----
 /// \file
 /// The recorder types a record map is written with (OutputRecorder, compile-time replacements)
@@ -1961,7 +2519,12 @@ struct replacements {
 /// counts from the end when negative, and a module returning one tensor is recorded whole;
 /// `LayerName` is matched as a substring of the module's path written with a leading dot
 /// (`".crossattention."` matches `.encoder.layer.0.crossattention.self`).
-template <class Target, int Index = 0, detail::FixedString LayerName = "">
+///
+/// `Index` may instead be a function giving the index per call (tracetorch's own: a C++ forward
+/// returns one type, so where Python's tuple changes length, the port returns a list of tensors):
+/// a function of the call's keywords, `int (const tracetorch::CallKeywords&)`, or of the target's
+/// forward output, `int (const Output&)`; a captureless lambda or a function's name.
+template <class Target, auto Index = 0, detail::FixedString LayerName = "">
 struct OutputRecorder {
 #ifndef TRACETORCH_DISABLE
   static_assert(is_traceable_v<Target>,
@@ -1970,7 +2533,7 @@ struct OutputRecorder {
   using target = typename std::conditional_t<is_traceable_v<Target>, detail::traced_type<Target>,
                                              std::type_identity<void>>::type;
   using original = Target;
-  static constexpr int index = Index;
+  static constexpr auto index = Index;
   static constexpr std::string_view layer_name = LayerName.view();
 };
 
@@ -1982,7 +2545,7 @@ template <class R>
 struct as_recorder {
   using type = OutputRecorder<R, field_default_index>;
 };
-template <class T, int I, FixedString L>
+template <class T, auto I, FixedString L>
 struct as_recorder<OutputRecorder<T, I, L>> {
   using type = OutputRecorder<T, I, L>;
 };
@@ -2031,8 +2594,12 @@ void resolve_targets(RecorderSpec& spec, const PatchedTargets& patched) {
 
 template <class Record, class Recorder>
 void add_recorder_spec(std::vector<RecorderSpec>& specs, std::size_t slot, const PatchedTargets& patched) {
-  RecorderSpec spec{slot, Record::role, static_cast<std::size_t>(Record::template index_of<Recorder>()),
-                    Recorder::layer_name, nullptr, {}};
+  RecorderSpec spec{.slot = slot,
+                    .role = Record::role,
+                    .index = Record::template index_of<Recorder>(),
+                    .layer_name = Recorder::layer_name,
+                    .index_from_keywords = keyword_index_function<Recorder>(),
+                    .read = recorded_reader<Recorder>()};
   resolve_targets<Recorder>(spec, patched);
   specs.push_back(std::move(spec));
 }
@@ -2046,7 +2613,7 @@ void add_record_specs(std::vector<RecorderSpec>& specs, std::size_t slot, const 
 template <class Record>
 void prepare_slot(const ResolvedOutputs& wanted, const PatchedTargets& patched, std::vector<RecorderSpec>& specs,
                   std::vector<CaptureSlot>& slots, std::size_t slot) {
-  const bool requested = Record::role == OutputRole::hidden_states ? wanted.hidden_states.any() : wanted.attentions;
+  const bool requested = wanted.wants(Record::field);
   slots[slot].requested = requested;
   if (requested) add_record_specs<Record>(specs, slot, patched, static_cast<typename Record::recorders*>(nullptr));
 }
@@ -2173,6 +2740,7 @@ auto run_capture(Model& model, const ResolvedOutputs& wanted, Body& body, const 
 #include <torch/torch.h>
 
 #include <cstddef>
+#include <string>
 
 // ---- begin tracetorch/detail/capture/to_tuple.hpp ----
 /// \file
@@ -2324,6 +2892,7 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
     }
   }
   if (options.output_attentions) visit("output_attentions", *options.output_attentions);
+  for (const auto& flag : options.output) visit("output_" + std::string(flag.key.name()), flag.value);
   if (options.use_cache) visit("use_cache", *options.use_cache);
   if (options.return_dict) visit("return_dict", *options.return_dict);
   if (options.debug_io) visit("debug_io", *options.debug_io);
@@ -2331,15 +2900,20 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
   if (options.prune_layers) visit("prune_layers", *options.prune_layers);
 }
 
-/// output_hidden_states / output_attentions / return_dict from the call's options, else the
-/// model's `config` (a bool or std::optional<bool> member of that name), else false (return_dict:
-/// true).
+/// output_hidden_states / output_attentions / return_dict, and `output_<key>` for the record
+/// map's other keys, from the call's options, else the model's `config` (a bool or
+/// std::optional<bool> member of that name), else false (return_dict: true). The other keys'
+/// config flags are read through the output struct `Out`: by default the return type of the
+/// model's forward; name it where the forward is overloaded.
 /// \code
 /// const bool as_tuple = !tracetorch::resolve_output_options(*this, options).return_dict;
+/// const bool router = tracetorch::resolve_output_options<MoeModelOutput>(*this, options).wants("router_logits");
 /// \endcode
-template <class Model>
+template <class Out = detail::deduce_output, class Model>
 ResolvedOutputs resolve_output_options(const Model& model, const OutputOptions& options) {
-  return detail::resolve_output_options(model, options);
+  using Output = detail::model_output_t<Out, Model>;
+  detail::check_output_keys(options);
+  return detail::resolve_output_options<Output>(model, options);
 }
 
 /// The tuple form of an output struct, in field order (through Boost.PFR).
@@ -2376,7 +2950,8 @@ const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
 
 /// Declares an output struct's fields, in declaration order, after the struct (in its
 /// namespace): the C++ form of a transformers ModelOutput dataclass. Traces show the struct as
-/// an object keyed by field name with None fields left out; capture_outputs finds fields by name.
+/// an object keyed by field name with None fields left out; capture_outputs finds fields by name
+/// and reads a record key's `output_<field>` flag from the model's config.
 #define TRACETORCH_OUTPUT(Type, ...)                                                                            \
   template <class Visitor>                                                                                      \
   void tracetorch_fields(const Type& value, Visitor&& visit) {                                                  \
@@ -2388,6 +2963,7 @@ const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
     return std::tuple<BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_NAMED_FIELD, Type,                              \
                                               BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))>{};                        \
   }                                                                                                             \
+  BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_CONFIG_FLAG, Type, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))              \
   static_assert(true)
 // ---- end tracetorch/output.hpp ----
 // ---- begin tracetorch/detail/capture/patch_api.hpp ----
@@ -2473,8 +3049,9 @@ namespace tracetorch {
 template <class FieldKey, class... Recorders>
 struct OutputRecord {
   static constexpr std::string_view field = FieldKey::name;
-  static_assert(detail::is_known_field(field),
-                "tracetorch::record: the field must be hidden_states, attentions or cross_attentions");
+  static_assert(detail::is_record_key(field),
+                "tracetorch::record: a record key is the output field's name (letters, digits, _), written "
+                "without output_ (router_logits, asked for by output_router_logits)");
   static constexpr detail::OutputRole role = detail::role_of(field);
   using recorders = std::tuple<Recorders...>;
 
@@ -2482,6 +3059,7 @@ struct OutputRecord {
   /// position into attentions and cross_attentions (upstream's rule).
   static constexpr bool splits_cross_attentions = field == "attentions" && sizeof...(Recorders) == 2;
 
+  /// The element a recorder reads (0 for an index function, which says it per call).
   template <class Recorder>
   static constexpr int index_of() {
 #ifdef TRACETORCH_DISABLE
@@ -2489,18 +3067,23 @@ struct OutputRecord {
 #else
     if constexpr (!is_traceable_v<typename Recorder::original>) {
       return 0;  // OutputRecorder's static_assert said it; nothing more to add
+    } else if constexpr (detail::is_index_function<Recorder::index>) {
+      return detail::checked_recorder_index<typename Recorder::target, Recorder::index>();
     } else {
-      constexpr int written =
-          Recorder::index == detail::field_default_index ? detail::default_index_of(field) : Recorder::index;
-      return detail::checked_output_index<typename Recorder::target, written>();
+      constexpr int written = Recorder::index == detail::field_default_index ? detail::default_index_of(field)
+                                                                              : static_cast<int>(Recorder::index);
+      return detail::checked_recorder_index<typename Recorder::target, written>();
     }
 #endif
   }
-  static constexpr bool indices_checked = ((index_of<Recorders>() >= 0) && ...);
+  static constexpr bool indices_checked = ((static_cast<void>(index_of<Recorders>()), true) && ...);
 };
 
 /// A record-map entry naming its field: `record<"attentions", OutputRecorder<LlamaAttention, 1>>()`.
 /// A recorder may be given as a bare module type (`record<"hidden_states", LlamaDecoderLayer>()`).
+/// Any field of the output struct may be a key: `record<"router_logits", OutputRecorder<Router, 0>>()`
+/// is asked for by `output_router_logits`, from the call (`.output = {{"router_logits", true}}`)
+/// or the config, as upstream; a key the output struct lacks does not compile.
 /// \code
 /// tracetorch::record<"cross_attentions", tracetorch::OutputRecorder<BertSelfAttention, 1, ".crossattention.">>()
 /// \endcode
@@ -2542,8 +3125,10 @@ constexpr std::tuple<Records...> output_records(Records...) {
 namespace tracetorch {
 
 /// transformers' `@capture_outputs` around a base model's forward body. `model` is the model
-/// (usually `*this`), whose class declares `static constexpr auto can_record_outputs`. Nothing
-/// requested: the body runs with no collection work at all.
+/// (usually `*this`), whose class declares `static constexpr auto can_record_outputs`. Each key
+/// is asked for by its flag: output_hidden_states, output_attentions (also for cross_attentions),
+/// and `output_<key>` for any other key (`.output = {{"router_logits", true}}`, else the config's
+/// `output_router_logits`). Nothing requested: the body runs with no collection work at all.
 /// \code
 /// return tracetorch::capture_outputs(*this, options, [&] { return BaseModelOutputWithPast{norm(h)}; },
 ///                                    tracetorch::CaptureSettings{.tie_last_hidden_states = false});
@@ -2561,9 +3146,12 @@ auto capture_outputs(Model& model, const OutputOptions& options, Body&& body, Ca
                 "`static constexpr auto can_record_outputs = tracetorch::output_records(...)`");
   static_assert(detail::has_output_fields<Out>,
                 "tracetorch::capture_outputs: declare the output struct's fields with TRACETORCH_OUTPUT(...)");
+  using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
+  static_assert(detail::record_fields_declared<Out>(static_cast<Records*>(nullptr)));
   (void)detail::capturing_model_registered<std::remove_cv_t<Model>>;  // so that an outer model's recorders stop here
-  const ResolvedOutputs wanted = detail::resolve_output_options(model, options);
-  if (!wanted.hidden_states.any() && !wanted.attentions) return body();
+  detail::check_output_keys(options);
+  const ResolvedOutputs wanted = detail::resolve_output_options<Out>(model, options);
+  if (!wanted.any()) return body();
   return detail::run_capture(model, wanted, body, settings);
 #endif
 }
@@ -2612,173 +3200,223 @@ OutputOptions merge_with_config_defaults(const Model& model, OutputOptions optio
 ///   read into memory, and only then copied into the module. A refusal throws tracetorch::Error
 ///   ("tracetorch: <file>: <cause>", naming the tensor) and leaves the module as it was. The cost
 ///   is memory: the checkpoint is held once in full (in its own dtype) besides the module.
+///
+/// The types (Options, Tie, DtypePolicy, Report, Conversion) are in detail/checkpoint/options.hpp;
+/// the steps in detail/checkpoint/: shard_path.hpp (where a shard may lie), open.hpp (a folder, a
+/// file or an index, opened and matched), load.hpp (ties, plan, checks, reads, copies).
 
 #include <torch/torch.h>
 
+#include <filesystem>
+
+// ---- begin tracetorch/detail/checkpoint/load.hpp ----
+/// \file
+/// Loading an open checkpoint into a module's state dict, in steps: the ties, the plan (which
+/// checkpoint tensor goes to which target), the checks of every planned tensor, the strict
+/// refusal, and only then the reads and the copies. A refusal leaves the module as it was.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/checkpoint/open.hpp ----
+/// \file
+/// Opening a checkpoint: a folder, one `.safetensors` file, or transformers' sharded
+/// `model.safetensors.index.json`, whose shards must hold exactly the tensors it puts in them.
+/// Every file is opened and its header validated before anything is loaded.
+
 #include <boost/json.hpp>
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/nn/state_dict.hpp ----
+// ---- begin tracetorch/detail/checkpoint/options.hpp ----
 /// \file
-/// PyTorch's state dict for LibTorch modules, with non-persistent buffers.
-///
-/// PyTorch's `register_buffer(name, tensor, persistent=False)` makes a buffer that moves with the
-/// module (`to()`, `named_buffers()`) but is left out of `state_dict()`, so checkpoints do not hold
-/// it: transformers' rotary `inv_freq`, GPT-2's causal `bias` mask in older versions. LibTorch
-/// has no such flag. A module that needs one derives from `tracetorch::nn::Module` (a
-/// `torch::nn::Module`) and registers the buffer with `{.persistent = false}`; `state_dict()` and
-/// `load_state_dict()` below, and the library's save/load test (testing.hpp), skip it.
-///
-/// \code
-/// struct RotaryImpl : tracetorch::nn::Module {
-///   RotaryImpl() { inv_freq = register_buffer("inv_freq", torch::ones({4}), {.persistent = false}); }
-///   torch::Tensor inv_freq;
-/// };
-/// tracetorch::nn::state_dict(*model);   // parameters and persistent buffers, PyTorch's order
-/// \endcode
+/// What a checkpoint load is asked (checkpoint::Options) and what it reports (checkpoint::Report),
+/// documented in tracetorch/checkpoint.hpp; here so that the loading steps beside this file can use
+/// them without including a public header. Also the one way a load refuses: checkpoint_failed.
 
-#include <torch/torch.h>
+#include <c10/core/ScalarType.h>
 
-#include <map>
-#include <set>
-#include <sstream>
+#include <cstddef>
+#include <filesystem>
 #include <string>
-#include <utility>
 #include <vector>
 
 
-namespace tracetorch::nn {
+namespace tracetorch::checkpoint {
 
-/// The options of `Module::register_buffer`, PyTorch's keyword arguments.
-struct BufferOptions {
-  /// False: kept out of `state_dict()` (PyTorch's `persistent=False`).
-  bool persistent = true;
+/// What happens to a checkpoint tensor whose dtype is not its target's.
+enum class DtypePolicy {
+  keep,     ///< refused: the module must already have the checkpoint's dtype
+  convert,  ///< converted to the target's dtype, and listed in Report::converted
 };
 
-/// `torch::nn::Module` with PyTorch's `register_buffer(name, tensor, persistent=...)`. A virtual
-/// base, as in LibTorch's `Cloneable`, so `struct X : torch::nn::Cloneable<X>, tracetorch::nn::Module`
-/// also works.
-class Module : public virtual torch::nn::Module {
- public:
-  using torch::nn::Module::register_buffer;
-
-  /// Registers a buffer as LibTorch does (a name registered twice is LibTorch's error);
-  /// `{.persistent = false}` keeps it out of `state_dict()`.
-  torch::Tensor& register_buffer(std::string name, torch::Tensor tensor, BufferOptions options) {
-    const std::string key = name;
-    torch::Tensor& registered = torch::nn::Module::register_buffer(std::move(name), std::move(tensor));
-    if (!options.persistent) non_persistent_buffers_.insert(key);
-    return registered;
-  }
-
-  /// False for a buffer registered with `{.persistent = false}`; true for any other name.
-  bool is_persistent_buffer(const std::string& name) const { return non_persistent_buffers_.count(name) == 0; }
-
- private:
-  std::set<std::string> non_persistent_buffers_;
+/// Declares `name` tied to `source` (transformers' tie_word_embeddings): when the checkpoint lacks
+/// `name`, it is loaded from `source`'s checkpoint tensor instead of being missing.
+struct Tie {
+  std::string name;    ///< e.g. "lm_head.weight"
+  std::string source;  ///< e.g. "model.embed_tokens.weight"
 };
 
-/// True unless `name` is a buffer of `module` registered with `{.persistent = false}`.
-inline bool is_persistent_buffer(const torch::nn::Module& module, const std::string& name) {
-  const auto* with_flags = dynamic_cast<const Module*>(&module);
-  return with_flags == nullptr || with_flags->is_persistent_buffer(name);
+struct Options {
+  DtypePolicy dtype = DtypePolicy::keep;
+  /// PyTorch's `strict`: missing or unexpected names are an error (false: listed in the Report).
+  bool strict = true;
+  std::vector<Tie> tied;
+  /// False (the default): a shard that is, or lies under, a symbolic link leading out of the
+  /// index's folder is refused. True accepts such links (Hugging Face's cache: the files of
+  /// `snapshots/<revision>/` are links to `../../blobs/`); names with `..` or an absolute path
+  /// stay refused.
+  bool shard_links_may_leave_folder = false;
+};
+
+/// One tensor converted under DtypePolicy::convert.
+struct Conversion {
+  std::string name;
+  c10::ScalarType from = c10::ScalarType::Undefined;  ///< the checkpoint's dtype
+  c10::ScalarType to = c10::ScalarType::Undefined;    ///< the module's
+};
+
+/// What a load did.
+struct Report {
+  std::vector<std::string> missing_keys;     ///< not strict: targets the checkpoint lacks (state_dict order)
+  std::vector<std::string> unexpected_keys;  ///< not strict: checkpoint names the module lacks (sorted)
+  std::vector<Conversion> converted;         ///< DtypePolicy::convert: each tensor whose dtype changed
+  std::vector<std::string> tied;             ///< targets loaded from their Tie's source
+  std::vector<std::filesystem::path> files;  ///< the safetensors files read
+  std::size_t loaded = 0;                    ///< targets written
+};
+
+}  // namespace tracetorch::checkpoint
+
+namespace tracetorch::detail {
+
+/// Every refusal of a load: "tracetorch: <file>: <cause>".
+[[noreturn]] inline void checkpoint_failed(const std::filesystem::path& file, const std::string& cause) {
+  throw Error("tracetorch: " + file.string() + ": " + cause);
 }
 
-namespace detail {
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/checkpoint/options.hpp ----
+// ---- begin tracetorch/detail/checkpoint/shard_path.hpp ----
+/// \file
+/// Where an index's shard may lie: a relative name that stays in the index's folder, also after
+/// symbolic links are followed (unless Options::shard_links_may_leave_folder).
 
-inline void collect_state_dict(const torch::nn::Module& module, const std::string& prefix,
-                               std::vector<std::pair<std::string, torch::Tensor>>& out) {
-  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
-    if (item.value().defined()) out.emplace_back(prefix + item.key(), item.value());
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+// ---- begin tracetorch/detail/text/message_text.hpp ----
+/// \file
+/// Names, JSON values and shapes as error messages quote them: escaped and cut short, since
+/// they may come from hostile files (megabyte-long or binary keys).
+
+#include <boost/json.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tracetorch::detail {
+
+/// A name or value as it appears in an error message: quoted, control bytes escaped, and cut
+/// short, since hostile headers can hold megabyte-long or binary keys.
+inline std::string quoted_for_message(std::string_view text) {
+  constexpr std::size_t kMax = 200;
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
   }
-  for (const auto& item : module.named_buffers(/*recurse=*/false)) {
-    if (item.value().defined() && is_persistent_buffer(module, item.key())) out.emplace_back(prefix + item.key(), item.value());
-  }
-  for (const auto& child : module.named_children()) collect_state_dict(*child.value(), prefix + child.key() + ".", out);
+  if (text.size() > kMax) out += "...";
+  return out + "\"";
 }
 
-}  // namespace detail
+/// A JSON value for an error message, cut short like quoted_for_message.
+inline std::string json_for_message(const boost::json::value& value) {
+  std::string text = boost::json::serialize(value);
+  if (text.size() > 80) text = text.substr(0, 80) + "...";
+  return text;
+}
 
-/// PyTorch's `module.state_dict()`: every defined parameter and persistent buffer by its dotted
-/// name, in PyTorch's order (a module's own parameters, then its own buffers, then each child's,
-/// depth first). The tensors are the module's own, not copies (`detach()` them to save).
-inline std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& module) {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  detail::collect_state_dict(module, "", out);
+template <class Int>
+std::string shape_for_message(const std::vector<Int>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/message_text.hpp ----
+
+namespace tracetorch::detail {
+
+/// An absolute, normalised folder path without a trailing separator.
+inline std::filesystem::path checkpoint_folder(const std::filesystem::path& folder) {
+  auto out = std::filesystem::absolute(folder).lexically_normal();
+  if (!out.has_filename() && out.has_relative_path()) out = out.parent_path();
   return out;
 }
 
-/// PyTorch's `module.load_state_dict(tensors, strict=True)`: copies each tensor into the
-/// parameter or persistent buffer of that name. A name the module lacks, one it has that `tensors`
-/// lacks, or a shape that differs is a tracetorch::Error naming the tensor and `source` (a file
-/// name, for the message); nothing is copied then. Non-persistent buffers are neither expected
-/// nor accepted, as in PyTorch.
-inline void load_state_dict(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors,
-                            const std::string& source = "state dict") {
-  const auto targets = state_dict(module);
-  std::set<std::string> expected;
-  for (const auto& [name, target] : targets) {
-    expected.insert(name);
-    const auto found = tensors.find(name);
-    if (found == tensors.end()) throw Error(source + ": missing tensor \"" + name + "\"");
-    if (found->second.sizes() != target.sizes()) {
-      std::ostringstream why;
-      why << source << ": tensor \"" << name << "\" has shape " << found->second.sizes() << " but the model expects "
-          << target.sizes();
-      throw Error(why.str());
-    }
-  }
-  for (const auto& [name, tensor] : tensors) {
-    if (expected.count(name) == 0) {
-      throw Error(source + ": unexpected tensor \"" + name + "\" (the model has no such parameter or persistent buffer)");
-    }
-  }
-  torch::NoGradGuard no_grad;
-  for (const auto& [name, target] : targets) {
-    torch::Tensor destination = target;
-    destination.copy_(tensors.at(name));
-  }
+/// True if `path` (absolute, normalised) lies below `folder` (checkpoint_folder's form).
+inline bool checkpoint_lies_inside(const std::filesystem::path& folder, const std::filesystem::path& path) {
+  const auto relative = path.lexically_relative(folder);
+  return !relative.empty() && relative != "." && *relative.begin() != "..";
 }
 
-}  // namespace tracetorch::nn
-// ---- end tracetorch/nn/state_dict.hpp ----
-// ---- begin tracetorch/safetensors.hpp ----
-/// \file
-/// Reading and writing `.safetensors` files: a u64 little-endian header length N, N bytes of
-/// JSON header (`{"name": {"dtype": "F32", "shape": [2, 7], "data_offsets": [begin, end]}, ...,
-/// "__metadata__": {"key": "value"}}`, offsets relative to the data), then the raw data.
-///
-/// \code
-/// tracetorch::safetensors::save("x.safetensors", tensor);               // key "data"
-/// auto x = tracetorch::safetensors::load_single("x.safetensors");
-///
-/// tracetorch::safetensors::Reader reader("model.safetensors");          // header only
-/// for (const auto& info : reader.header().tensors) std::cout << info.name << "\n";
-/// auto w = reader.load("norm.weight");                                  // reads that tensor only
-/// \endcode
-///
-/// The writer produces the same bytes as the project's Python reference writer (keys sorted,
-/// compact JSON with `ensure_ascii` escapes, `__metadata__` last, header padded with spaces to
-/// a multiple of 8); several metadata entries come in key order, as a Python dict built in
-/// that order gives. The reader validates like the safetensors loader and refuses anything
-/// malformed with a tracetorch::Error naming the file and the cause. Where it differs: it
-/// also refuses duplicate JSON keys (the safetensors loader keeps the last) and shapes whose
-/// nonzero dims overflow int64 even when another dim is 0 (LibTorch's strides would); like
-/// that loader it ignores unknown fields in an entry and reads `"__metadata__": null` as none.
-///
-/// The format itself (header parsing and validation, no LibTorch) is
-/// detail/io/safetensors_format.hpp; its meeting with LibTorch is detail/io/safetensors_torch.hpp.
+/// The shard file `value` of the index entry for `tensor`, refused unless it lies in `folder`.
+inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index, const std::filesystem::path& folder,
+                                              const std::string& tensor, const std::string& value,
+                                              const checkpoint::Options& options) {
+  const std::string where = "tensor " + quoted_for_message(tensor) + ": shard " + quoted_for_message(value);
+  const std::filesystem::path relative(value);
+  if (value.empty()) checkpoint_failed(index, where + " is an empty file name");
+  // The system calls would stop at a NUL byte and open another file than the one checked.
+  if (value.find('\0') != std::string::npos) checkpoint_failed(index, where + " holds a NUL byte");
+  if (relative.has_root_path()) checkpoint_failed(index, where + " is an absolute path; shards lie in the index's folder");
+  const auto path = (folder / relative).lexically_normal();
+  if (!checkpoint_lies_inside(folder, path)) checkpoint_failed(index, where + " lies outside the checkpoint folder " + folder.string());
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) checkpoint_failed(index, where + " is missing (no file " + path.string() + ")");
+  if (options.shard_links_may_leave_folder) return path;
+  const auto real = std::filesystem::canonical(path, ec);
+  std::error_code folder_ec;
+  const auto real_folder = std::filesystem::canonical(folder, folder_ec);
+  if (ec || folder_ec) checkpoint_failed(index, where + ": cannot resolve " + path.string() + ": " + (ec ? ec : folder_ec).message());
+  if (!checkpoint_lies_inside(real_folder, real)) {
+    checkpoint_failed(index, where + " resolves to " + real.string() + ", outside the checkpoint folder " +
+                                 real_folder.string() + " (a symbolic link)");
+  }
+  return path;
+}
 
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/checkpoint/shard_path.hpp ----
 // ---- begin tracetorch/detail/io/safetensors_file.hpp ----
 /// \file
 /// The public safetensors API (tracetorch::safetensors: Header, Reader, load, save) with LibTorch
@@ -2816,14 +3454,402 @@ inline void load_state_dict(torch::nn::Module& module, const std::map<std::strin
 #include <sys/stat.h>  // lstat
 #include <unistd.h>
 
+// ---- begin tracetorch/detail/io/staged_directory.hpp ----
+/// \file
+/// StagedDirectory: the fresh, flocked sibling of a target that a trace is written into before
+/// publish(), and the unique names beside the target (staging and kept names, random_hex).
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+// ---- begin tracetorch/detail/io/directory_lock.hpp ----
+/// \file
+/// DirectoryLock: a bounded, polled flock on a directory inode that a path names (LockMode), and
+/// the small POSIX helpers that it, StagedDirectory and publish() share (UniqueFd, fail, same_inode).
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+// ---- begin tracetorch/detail/io/fault_injection.hpp ----
+/// \file
+/// A hook for tests to fail one step of publishing a trace as if its system call had failed
+/// (tests/test_trace_publish.cpp). Unset, it costs one relaxed atomic load per step.
+
+#include <atomic>
+#include <cerrno>
+#include <string_view>
 
 namespace tracetorch::detail {
 
-/// `<pid>-<n>`, a different text at each call in this process and from any other process:
-/// for names that no other writer uses.
+/// Tests only. Where set, called with a step's name ("lock", "move out", "link", "exchange",
+/// "move over", "move in", "place", "restore") before that step's system call; a non-zero
+/// return fails the call with that errno.
+inline std::atomic<int (*)(std::string_view step)> io_fault_injector{nullptr};
+
+/// True (errno set) where the injector fails `step`.
+inline bool injected_fault(std::string_view step) noexcept {
+  const auto injector = io_fault_injector.load(std::memory_order_relaxed);
+  if (injector == nullptr) return false;
+  const int error = injector(step);
+  if (error == 0) return false;
+  errno = error;
+  return true;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/fault_injection.hpp ----
+
+namespace tracetorch::detail {
+
+namespace publish_detail {
+
+[[noreturn]] inline void fail(const std::string& what, const std::filesystem::path& path, int error) {
+  throw Error("tracetorch: " + what + " " + path.string() + ": " + std::generic_category().message(error));
+}
+
+/// An owned file descriptor.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) noexcept : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  ~UniqueFd() { reset(); }
+  void reset(int fd = -1) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+inline bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+}  // namespace publish_detail
+
+enum class LockMode { exclusive, shared };
+
+/// An flock on a directory (O_RDONLY | O_DIRECTORY | O_CLOEXEC), held while the object lives.
+/// Writers of a tree lock it exclusively, readers shared. The wait is bounded: the lock is polled
+/// (100 us, doubling up to 10 ms) until `timeout`, then tracetorch::Error names the path. Polling,
+/// not a blocking flock: a publisher keeps the lock on the tree it replaced, and a blocked waiter
+/// would never learn that the path names another inode now. Locks taken through different
+/// opens exclude each other within one process too (threads).
+class DirectoryLock {
+ public:
+  static constexpr std::chrono::milliseconds kDefaultTimeout{60'000};
+
+  /// Locks the directory `path` names; tracetorch::Error if there is none, or it is a symbolic
+  /// link or not a directory, or the lock is not had within `timeout`.
+  DirectoryLock(const std::filesystem::path& path, LockMode mode, std::chrono::milliseconds timeout = kDefaultTimeout) {
+    if (!acquire(path, mode, timeout)) publish_detail::fail("cannot lock", path, ENOENT);
+  }
+  /// Where `path` names nothing: nullopt instead of an error.
+  static std::optional<DirectoryLock> if_exists(const std::filesystem::path& path, LockMode mode,
+                                                std::chrono::milliseconds timeout = kDefaultTimeout) {
+    DirectoryLock lock;
+    if (!lock.acquire(path, mode, timeout)) return std::nullopt;
+    return lock;
+  }
+
+  int fd() const noexcept { return fd_.get(); }
+  /// The locked directory's fstat at locking time.
+  const struct stat& identity() const noexcept { return identity_; }
+
+ private:
+  friend class StagedDirectory;  // the tree a publish replaced keeps its lock (publish_once)
+  DirectoryLock() = default;
+
+  bool acquire(const std::filesystem::path& path, LockMode mode, std::chrono::milliseconds timeout) {
+    if (injected_fault("lock")) publish_detail::fail("cannot lock", path, errno);
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + timeout;
+    auto pause = std::chrono::microseconds(100);
+    for (;;) {
+      struct stat named {};
+      if (::lstat(path.c_str(), &named) != 0) {
+        if (errno == ENOENT) return false;
+        publish_detail::fail("cannot lock", path, errno);
+      }
+      if (S_ISLNK(named.st_mode)) {
+        throw Error("tracetorch: cannot lock " + path.string() +
+                    ": it is a symbolic link (a trace directory is replaced whole: name the directory itself)");
+      }
+      if (!S_ISDIR(named.st_mode)) throw Error("tracetorch: cannot lock " + path.string() + ": not a directory");
+      publish_detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd && errno != ENOENT && errno != ENOTDIR && errno != ELOOP) publish_detail::fail("cannot open", path, errno);
+      if (fd) {
+        if (::flock(fd.get(), (mode == LockMode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) {
+          // Exchanged between the open and the lock: the path names another inode now.
+          if (::fstat(fd.get(), &identity_) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+              publish_detail::same_inode(identity_, named)) {
+            fd_ = std::move(fd);
+            return true;
+          }
+          continue;
+        }
+        if (errno != EWOULDBLOCK && errno != EINTR) publish_detail::fail("cannot lock", path, errno);
+      }
+      if (clock::now() >= deadline) {
+        throw Error("tracetorch: cannot lock " + path.string() + ": another process or thread held it for " +
+                    std::to_string(timeout.count()) + " ms");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(10));
+    }
+  }
+
+  publish_detail::UniqueFd fd_;
+  struct stat identity_ {};
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/directory_lock.hpp ----
+
+namespace tracetorch::detail {
+
+/// The directory cannot be replaced by an exchange (a mount point, the root, this process's
+/// working directory, a filesystem without RENAME_EXCHANGE); nothing was changed. A caller can
+/// fall back to placing files one by one.
+class CannotExchange : public Error {
+ public:
+  using Error::Error;
+};
+
+class StagedDirectory;
+/// Which entries of the replaced tree the new one keeps, asked for each name that the staged tree
+/// does not have (a name the staged tree has is always the staged one). See publish().
+using CarryOver = std::function<bool(std::string_view name)>;
+std::optional<StagedDirectory> publish_once(StagedDirectory&, const CarryOver&, bool, std::chrono::milliseconds, bool&);
+
+namespace publish_detail {
+
+/// 16 hex digits from getrandom (std::random_device where that fails).
+inline std::string random_hex() {
+  std::uint64_t value = 0;
+  if (::getrandom(&value, sizeof value, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof value)) {
+    std::random_device device;
+    value = (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+/// `.<name>.tracetorch-staging-`: the start of every staging name of the target `name`. A long
+/// name is shortened (kept apart from others by its hash) so that the staging name fits NAME_MAX.
+inline std::string staging_prefix(const std::string& name) {
+  if (name.size() <= 180) return "." + name + ".tracetorch-staging-";
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (const unsigned char c : name) hash = (hash ^ c) * 1099511628211ull;
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return "." + name.substr(0, 100) + "~" + text + ".tracetorch-staging-";
+}
+
+/// True for `<prefix><pid>-<16 hex digits>`, the names StagedDirectory makes.
+inline bool is_staging_name(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return false;
+  name.remove_prefix(prefix.size());
+  const auto dash = name.find('-');
+  if (dash == 0 || dash == std::string_view::npos || name.size() - dash - 1 != 16) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool ok = i < dash ? (c >= '0' && c <= '9') : i == dash || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/// `.<name>.tracetorch-kept-<16 random hex>`: where a tree that must never be removed is kept.
+inline std::string kept_name(const std::string& name) { return "." + name + ".tracetorch-kept-" + random_hex(); }
+
+/// renameat2(RENAME_NOREPLACE) by its system call (glibc has a wrapper only from 2.28).
+inline int rename_noreplace(const std::filesystem::path& from, const std::filesystem::path& to) {
+  constexpr unsigned kNoReplace = 1;  // RENAME_NOREPLACE, <linux/fs.h>
+  return static_cast<int>(::syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), kNoReplace));
+}
+
+/// The target as an absolute path without "." or ".." parts or a trailing separator.
+inline std::filesystem::path normalized_target(const std::filesystem::path& target) {
+  auto path = std::filesystem::absolute(target).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();
+  if (!path.has_filename()) throw CannotExchange("tracetorch: cannot publish into " + path.string() + ": it is the root directory");
+  return path;
+}
+
+}  // namespace publish_detail
+
+/// A fresh directory beside `target` (`.<name>.tracetorch-staging-<pid>-<16 random hex>`, made
+/// with mkdir, which refuses an existing name: another random name is tried), flocked while the
+/// object lives. Destroying it removes the directory and what is in it, except in a forked child
+/// (it belongs to the parent) and after publish(), which gives it the target's name.
+class StagedDirectory {
+ public:
+  explicit StagedDirectory(const std::filesystem::path& target)
+      : StagedDirectory(publish_detail::normalized_target(target), std::nullopt) {}
+  /// The same, made inside `directory` as `<prefix><pid>-<16 random hex>` (the debugger stages
+  /// inside debug_path and moves the directory beside it to publish: move_beside_target()).
+  StagedDirectory(const std::filesystem::path& target, const std::filesystem::path& directory, std::string_view prefix)
+      : StagedDirectory(publish_detail::normalized_target(target), std::pair(directory, std::string(prefix))) {}
+  StagedDirectory(StagedDirectory&& other) noexcept
+      : target_(std::move(other.target_)), path_(std::move(other.path_)), fd_(std::move(other.fd_)), owner_(other.owner_) {}
+  StagedDirectory& operator=(StagedDirectory&& other) noexcept {
+    if (this != &other) {
+      discard();
+      target_ = std::move(other.target_);
+      path_ = std::move(other.path_);
+      fd_ = std::move(other.fd_);
+      owner_ = other.owner_;
+    }
+    return *this;
+  }
+  ~StagedDirectory() { discard(); }
+
+  /// Where to write the files.
+  const std::filesystem::path& path() const noexcept { return path_; }
+  /// The directory it replaces on publish (absolute, normalized).
+  const std::filesystem::path& target() const noexcept { return target_; }
+  /// The open, flocked directory (for openat).
+  int fd() const noexcept { return fd_.get(); }
+
+  /// Asks the kernel where the directory is now (another writer's publish may have moved it
+  /// with the tree it was in) and names it so. False where it was removed, or where that cannot
+  /// be known (no /proc): then path() stays as it was.
+  bool follow() {
+    if (!fd_) return false;
+    std::string where(4096, '\0');
+    const auto link = "/proc/self/fd/" + std::to_string(fd_.get());
+    const ssize_t size = ::readlink(link.c_str(), where.data(), where.size());
+    if (size <= 0 || static_cast<std::size_t>(size) == where.size()) return false;
+    where.resize(static_cast<std::size_t>(size));
+    struct stat mine {}, named {};
+    if (::fstat(fd_.get(), &mine) != 0 || mine.st_nlink == 0 || ::lstat(where.c_str(), &named) != 0 ||
+        !publish_detail::same_inode(mine, named)) {
+      return false;  // removed (the link reads "<path> (deleted)"), or moved again meanwhile
+    }
+    path_ = std::move(where);
+    return true;
+  }
+
+  /// Renames the directory to `new_path`, where nothing is (renameat2 RENAME_NOREPLACE); false
+  /// with errno set where that fails.
+  bool move_to(const std::filesystem::path& new_path) {
+    if (injected_fault("move out")) return false;
+    if (publish_detail::rename_noreplace(path_, new_path) != 0) return false;
+    path_ = new_path;
+    return true;
+  }
+
+  /// Moves the directory beside its target under a fresh staging name, from wherever it is now
+  /// (follow()); false with errno set where the parent cannot take it (EACCES, EXDEV, ...).
+  bool move_beside_target() {
+    const std::string prefix = publish_detail::staging_prefix(target_.filename().string());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      follow();
+      const auto beside = target_.parent_path() / (prefix + std::to_string(::getpid()) + "-" + publish_detail::random_hex());
+      if (move_to(beside)) return true;
+      if (errno != EEXIST && errno != ENOENT) return false;  // ENOENT: moved meanwhile, follow it again
+    }
+    return false;
+  }
+
+  /// Lets the directory go without removing it (it was removed or is another's now).
+  void close_without_removing() noexcept { fd_.reset(); }
+
+  /// Removes the directory now (nothing where it was published or moved from).
+  void discard() noexcept {
+    if (fd_ && owner_ == ::getpid()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(path_, ignored);
+    }
+    fd_.reset();
+  }
+
+ private:
+  using MadeIn = std::optional<std::pair<std::filesystem::path, std::string>>;
+  /// Makes the directory beside `target` (normalized), or where `inside` says.
+  StagedDirectory(std::filesystem::path target, const MadeIn& inside) : target_(std::move(target)) {
+    const auto parent = inside ? inside->first : target_.parent_path();
+    const std::string prefix = inside ? inside->second : publish_detail::staging_prefix(target_.filename().string());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      auto path = parent / (prefix + std::to_string(::getpid()) + "-" + publish_detail::random_hex());
+      if (::mkdir(path.c_str(), inside ? 0700 : 0777) != 0) {
+        if (errno == EEXIST) continue;
+        throw Error("tracetorch: cannot create the staging directory " + path.string() + " for " + target_.string() + ": " +
+                    std::generic_category().message(errno));
+      }
+      publish_detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      struct stat mine {}, named {};
+      // A publish cleaning up may have taken it for abandoned before the flock: then try another.
+      if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 && ::fstat(fd.get(), &mine) == 0 &&
+          ::lstat(path.c_str(), &named) == 0 && publish_detail::same_inode(mine, named)) {
+        path_ = std::move(path);
+        fd_ = std::move(fd);
+        return;
+      }
+      if (!fd) ::rmdir(path.c_str());
+    }
+    throw Error("tracetorch: cannot create a staging directory for " + target_.string() + ": 100 names were taken");
+  }
+
+  friend std::optional<StagedDirectory> publish_once(StagedDirectory&, const CarryOver&, bool, std::chrono::milliseconds, bool&);
+  /// The tree a publish replaced, now at the staging name `path`, keeping the target's `lock`.
+  StagedDirectory(std::filesystem::path target, std::filesystem::path path, DirectoryLock&& lock)
+      : target_(std::move(target)), path_(std::move(path)), fd_(std::move(lock.fd_)) {}
+
+  std::filesystem::path target_;
+  std::filesystem::path path_;
+  publish_detail::UniqueFd fd_;
+  pid_t owner_ = ::getpid();
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/staged_directory.hpp ----
+
+namespace tracetorch::detail {
+
+/// `<pid>-<n>-<16 random hex>`, a different text at each call in this process and from any
+/// other process, including a later one with the same pid (whose leftovers, after a kill, a pid
+/// and a counter alone would collide with): for names that no other writer uses.
 inline std::string unique_suffix() {
   static std::atomic<unsigned long long> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  return std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" + publish_detail::random_hex();
 }
 
 /// A name beside `target` that no other writer uses: several threads of one process may
@@ -2861,11 +3887,16 @@ inline void replace_file(const std::filesystem::path& staged, const std::filesys
   if (replace_file_keeping_old(staged, target, ec)) ::unlink(staged.c_str());
 }
 
-/// Tag of the AtomicFileWriter constructor that writes over a file already at the temporary name.
-struct overwrite_existing_t {
-  explicit overwrite_existing_t() = default;
-};
-inline constexpr overwrite_existing_t overwrite_existing{};
+/// True where the file open at `fd` may be written over in place: a regular file of one link
+/// that nobody else has open or mapped (the kernel grants a write lease only then), so that no
+/// reader and no other name of it sees its bytes change.
+inline bool may_write_over(int fd) noexcept {
+  struct stat info {};
+  const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
+                     ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+  if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
+  return alone;
+}
 
 /// Writes pieces one after another into a temporary file and renames it to `target` on commit().
 /// Destroying an uncommitted writer removes the temporary file.
@@ -2873,32 +3904,11 @@ class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path target)
       : target_(std::move(target)), temp_(unique_temp_path(target_)) {
-    // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name.
-    file_ = std::fopen(temp_.c_str(), "wbx");
-    if (file_ == nullptr) fail("cannot create");
-  }
-  /// Writes into `temp`, a name the caller keeps for itself, over the file already there where
-  /// that is safe: a regular file of one link that nobody else has open or mapped (the kernel
-  /// grants a write lease only then). Its pages in the file cache are written over instead of new
-  /// ones allocated: much faster on a VM whose host takes back the memory a deleted file frees
-  /// (docs/performance.md).
-  /// Otherwise whatever is at `temp` is removed and a new file made there.
-  AtomicFileWriter(std::filesystem::path target, std::filesystem::path temp, overwrite_existing_t)
-      : target_(std::move(target)), temp_(std::move(temp)) {
-    const int fd = ::open(temp_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      struct stat info {};
-      const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
-                         ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
-      if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
-      if (alone && (file_ = ::fdopen(fd, "wb")) != nullptr) {  // "w" of fdopen does not truncate
-        truncate_at_finish_ = true;
-        return;
-      }
-      ::close(fd);
+    // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name;
+    // a name taken (by a leftover, against the odds of its random part) gets another one.
+    for (int attempt = 0; attempt < 8 && (file_ = std::fopen(temp_.c_str(), "wbx")) == nullptr && errno == EEXIST; ++attempt) {
+      temp_ = unique_temp_path(target_);
     }
-    ::unlink(temp_.c_str());
-    file_ = std::fopen(temp_.c_str(), "wbx");
     if (file_ == nullptr) fail("cannot create");
   }
   AtomicFileWriter(const AtomicFileWriter&) = delete;
@@ -2921,8 +3931,6 @@ class AtomicFileWriter {
     if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": an earlier write failed");
     // fflush + fclose report a full disk that buffered fwrite calls did not.
     bool flushed = std::fflush(file_) == 0;
-    // Written over an older file: what it held beyond the new end goes.
-    if (flushed && truncate_at_finish_) flushed = ::ftruncate(::fileno(file_), ::ftello(file_)) == 0;
     const int saved_errno = errno;
     const bool closed = std::fclose(file_) == 0;
     file_ = nullptr;
@@ -2931,15 +3939,6 @@ class AtomicFileWriter {
       fail("cannot write");
     }
     finished_ = true;
-  }
-
-  /// finish(), then hands the temporary file over to the caller, who renames or removes it:
-  /// for files committed together later (the debugger's tensor files), without a second copy
-  /// or rename.
-  std::filesystem::path release() {
-    finish();
-    committed_ = true;
-    return temp_;
   }
 
   void commit() {
@@ -2960,7 +3959,6 @@ class AtomicFileWriter {
   std::FILE* file_ = nullptr;
   bool finished_ = false;
   bool committed_ = false;
-  bool truncate_at_finish_ = false;
 };
 
 /// Writes `content` to `target` atomically.
@@ -3125,59 +4123,6 @@ inline std::optional<boost::json::value> parse_json_unique_keys(std::string_view
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/text/json_unique_keys.hpp ----
-// ---- begin tracetorch/detail/text/message_text.hpp ----
-/// \file
-/// Names, JSON values and shapes as error messages quote them: escaped and cut short, since
-/// they may come from hostile files (megabyte-long or binary keys).
-
-#include <boost/json.hpp>
-
-#include <cstddef>
-#include <string>
-#include <string_view>
-#include <vector>
-
-namespace tracetorch::detail {
-
-/// A name or value as it appears in an error message: quoted, control bytes escaped, and cut
-/// short, since hostile headers can hold megabyte-long or binary keys.
-inline std::string quoted_for_message(std::string_view text) {
-  constexpr std::size_t kMax = 200;
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMax) out += "...";
-  return out + "\"";
-}
-
-/// A JSON value for an error message, cut short like quoted_for_message.
-inline std::string json_for_message(const boost::json::value& value) {
-  std::string text = boost::json::serialize(value);
-  if (text.size() > 80) text = text.substr(0, 80) + "...";
-  return text;
-}
-
-template <class Int>
-std::string shape_for_message(const std::vector<Int>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/text/message_text.hpp ----
 
 namespace tracetorch::detail {
 
@@ -4187,72 +5132,8 @@ inline void save(const std::filesystem::path& path, const torch::Tensor& tensor)
 
 }  // namespace tracetorch::safetensors
 // ---- end tracetorch/detail/io/safetensors_file.hpp ----
-// ---- end tracetorch/safetensors.hpp ----
-
-namespace tracetorch::checkpoint {
-
-/// What happens to a checkpoint tensor whose dtype is not its target's.
-enum class DtypePolicy {
-  keep,     ///< refused: the module must already have the checkpoint's dtype
-  convert,  ///< converted to the target's dtype, and listed in Report::converted
-};
-
-/// Declares `name` tied to `source` (transformers' tie_word_embeddings): when the checkpoint lacks
-/// `name`, it is loaded from `source`'s checkpoint tensor instead of being missing.
-struct Tie {
-  std::string name;    ///< e.g. "lm_head.weight"
-  std::string source;  ///< e.g. "model.embed_tokens.weight"
-};
-
-struct Options {
-  DtypePolicy dtype = DtypePolicy::keep;
-  /// PyTorch's `strict`: missing or unexpected names are an error (false: listed in the Report).
-  bool strict = true;
-  std::vector<Tie> tied;
-  /// False (the default): a shard that is, or lies under, a symbolic link leading out of the
-  /// index's folder is refused. True accepts such links (Hugging Face's cache: the files of
-  /// `snapshots/<revision>/` are links to `../../blobs/`); names with `..` or an absolute path
-  /// stay refused.
-  bool shard_links_may_leave_folder = false;
-};
-
-/// One tensor converted under DtypePolicy::convert.
-struct Conversion {
-  std::string name;
-  c10::ScalarType from = c10::ScalarType::Undefined;  ///< the checkpoint's dtype
-  c10::ScalarType to = c10::ScalarType::Undefined;    ///< the module's
-};
-
-/// What a load did.
-struct Report {
-  std::vector<std::string> missing_keys;     ///< not strict: targets the checkpoint lacks (state_dict order)
-  std::vector<std::string> unexpected_keys;  ///< not strict: checkpoint names the module lacks (sorted)
-  std::vector<Conversion> converted;         ///< DtypePolicy::convert: each tensor whose dtype changed
-  std::vector<std::string> tied;             ///< targets loaded from their Tie's source
-  std::vector<std::filesystem::path> files;  ///< the safetensors files read
-  std::size_t loaded = 0;                    ///< targets written
-};
-
-}  // namespace tracetorch::checkpoint
 
 namespace tracetorch::detail {
-
-[[noreturn]] inline void checkpoint_failed(const std::filesystem::path& file, const std::string& cause) {
-  throw Error("tracetorch: " + file.string() + ": " + cause);
-}
-
-/// An absolute, normalised folder path without a trailing separator.
-inline std::filesystem::path checkpoint_folder(const std::filesystem::path& folder) {
-  auto out = std::filesystem::absolute(folder).lexically_normal();
-  if (!out.has_filename() && out.has_relative_path()) out = out.parent_path();
-  return out;
-}
-
-/// True if `path` (absolute, normalised) lies below `folder` (checkpoint_folder's form).
-inline bool checkpoint_lies_inside(const std::filesystem::path& folder, const std::filesystem::path& path) {
-  const auto relative = path.lexically_relative(folder);
-  return !relative.empty() && relative != "." && *relative.begin() != "..";
-}
 
 /// A checkpoint whose files are open and whose headers are validated.
 struct OpenCheckpoint {
@@ -4261,35 +5142,8 @@ struct OpenCheckpoint {
   std::map<std::string, std::size_t> reader_of;   ///< tensor name -> index into readers
 };
 
-/// The shard file `value` of the index entry for `tensor`, refused unless it lies in `folder`.
-inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index, const std::filesystem::path& folder,
-                                              const std::string& tensor, const std::string& value,
-                                              const checkpoint::Options& options) {
-  const std::string where = "tensor " + quoted_for_message(tensor) + ": shard " + quoted_for_message(value);
-  const std::filesystem::path relative(value);
-  if (value.empty()) checkpoint_failed(index, where + " is an empty file name");
-  // The system calls would stop at a NUL byte and open another file than the one checked.
-  if (value.find('\0') != std::string::npos) checkpoint_failed(index, where + " holds a NUL byte");
-  if (relative.has_root_path()) checkpoint_failed(index, where + " is an absolute path; shards lie in the index's folder");
-  const auto path = (folder / relative).lexically_normal();
-  if (!checkpoint_lies_inside(folder, path)) checkpoint_failed(index, where + " lies outside the checkpoint folder " + folder.string());
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) checkpoint_failed(index, where + " is missing (no file " + path.string() + ")");
-  if (options.shard_links_may_leave_folder) return path;
-  const auto real = std::filesystem::canonical(path, ec);
-  std::error_code folder_ec;
-  const auto real_folder = std::filesystem::canonical(folder, folder_ec);
-  if (ec || folder_ec) checkpoint_failed(index, where + ": cannot resolve " + path.string() + ": " + (ec ? ec : folder_ec).message());
-  if (!checkpoint_lies_inside(real_folder, real)) {
-    checkpoint_failed(index, where + " resolves to " + real.string() + ", outside the checkpoint folder " +
-                                 real_folder.string() + " (a symbolic link)");
-  }
-  return path;
-}
-
-/// Reads and validates `model.safetensors.index.json`, opens each shard, and checks that each
-/// shard holds exactly the tensors the index puts in it.
-inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index, const checkpoint::Options& options) {
+/// The index file's JSON: at most kSafetensorsMaxHeader bytes, no key twice.
+inline boost::json::value read_checkpoint_index(const std::filesystem::path& index) {
   auto [file, size] = open_for_reading(index);
   if (size > kSafetensorsMaxHeader) {
     checkpoint_failed(index, "index is " + std::to_string(size) + " bytes, over the limit of " +
@@ -4298,33 +5152,49 @@ inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index, 
   std::string text(size, '\0');
   read_exactly(file.get(), index, 0, text.data(), size);
   JsonProblem problem;
-  const auto json = parse_json_unique_keys(text, problem);
+  auto json = parse_json_unique_keys(text, problem);
   if (problem.duplicate_key) checkpoint_failed(index, "index has duplicate key " + quoted_for_message(*problem.duplicate_key));
   if (!json) checkpoint_failed(index, "index is not valid JSON: " + problem.error);
-  const auto* object = json->if_object();
-  if (object == nullptr) checkpoint_failed(index, "index is " + json_for_message(*json) + ", not a JSON object");
+  return std::move(*json);
+}
+
+/// The index's `"weight_map"`: tensor name -> shard file name.
+inline const boost::json::object& checkpoint_weight_map(const std::filesystem::path& index, const boost::json::value& json) {
+  const auto* object = json.if_object();
+  if (object == nullptr) checkpoint_failed(index, "index is " + json_for_message(json) + ", not a JSON object");
   const auto* map_value = object->if_contains("weight_map");
   if (map_value == nullptr) checkpoint_failed(index, "index has no \"weight_map\"");
   const auto* weight_map = map_value->if_object();
   if (weight_map == nullptr) {
     checkpoint_failed(index, "\"weight_map\" is " + json_for_message(*map_value) + ", not an object of file names");
   }
+  return *weight_map;
+}
 
+/// Each tensor's shard file, checked in the weight map's order (checkpoint_shard).
+inline std::map<std::string, std::filesystem::path> checkpoint_shards_of(const std::filesystem::path& index,
+                                                                         const boost::json::object& weight_map,
+                                                                         const checkpoint::Options& options) {
   const auto folder = checkpoint_folder(index.has_parent_path() ? index.parent_path() : std::filesystem::path("."));
-  OpenCheckpoint out{.source = index};
-  std::map<std::filesystem::path, std::set<std::string>> wanted;  // shard -> the tensors the index puts there
   std::map<std::string, std::filesystem::path> shard_of;
-  for (const auto& [key, value] : *weight_map) {
+  for (const auto& [key, value] : weight_map) {
     const std::string tensor(key);
     const auto* name = value.if_string();
     if (name == nullptr) {
       checkpoint_failed(index, "tensor " + quoted_for_message(tensor) + ": shard is " + json_for_message(value) +
                                    ", not a file name");
     }
-    const auto shard = checkpoint_shard(index, folder, tensor, std::string(*name), options);
-    wanted[shard].insert(tensor);
-    shard_of.emplace(tensor, shard);
+    shard_of.emplace(tensor, checkpoint_shard(index, folder, tensor, std::string(*name), options));
   }
+  return shard_of;
+}
+
+/// Opens each shard once and checks that it holds exactly the tensors the index puts in it.
+inline OpenCheckpoint open_checkpoint_shards(const std::filesystem::path& index,
+                                             const std::map<std::string, std::filesystem::path>& shard_of) {
+  std::map<std::filesystem::path, std::set<std::string>> wanted;  // shard -> the tensors the index puts there
+  for (const auto& [tensor, shard] : shard_of) wanted[shard].insert(tensor);
+  OpenCheckpoint out{.source = index};
   for (const auto& [shard, tensors] : wanted) {
     out.readers.emplace_back(shard);
     const auto& reader = out.readers.back();
@@ -4347,6 +5217,15 @@ inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index, 
   return out;
 }
 
+/// Reads and validates `model.safetensors.index.json`, opens each shard, and checks that each
+/// shard holds exactly the tensors the index puts in it.
+inline OpenCheckpoint open_checkpoint_index(const std::filesystem::path& index, const checkpoint::Options& options) {
+  const auto json = read_checkpoint_index(index);
+  return open_checkpoint_shards(index, checkpoint_shards_of(index, checkpoint_weight_map(index, json), options));
+}
+
+/// A folder (its `model.safetensors`, else its `model.safetensors.index.json`), an index (a name
+/// ending in `.json`) or one `.safetensors` file, opened.
 inline OpenCheckpoint open_checkpoint(const std::filesystem::path& path, const checkpoint::Options& options) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -4363,39 +5242,115 @@ inline OpenCheckpoint open_checkpoint(const std::filesystem::path& path, const c
   return out;
 }
 
-/// `missing tensor "a"; missing tensor "b"`, at most 20 names, then how many more.
-inline void append_checkpoint_names(std::string& out, const std::vector<std::string>& names, const std::string& what) {
-  constexpr std::size_t kMax = 20;
-  for (std::size_t i = 0; i < names.size() && i < kMax; ++i) {
-    out += (out.empty() ? "" : "; ") + what + " " + quoted_for_message(names[i]);
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/checkpoint/open.hpp ----
+// ---- begin tracetorch/detail/nn/state_dict.hpp ----
+/// \file
+/// PyTorch's state dict over LibTorch modules, the walk and the strict load, documented in
+/// tracetorch/nn/state_dict.hpp. Which buffers are persistent is the public nn::Module's to say:
+/// the walk asks the predicate it is given.
+
+#include <torch/torch.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace tracetorch::nn::detail {
+
+/// Parameters and persistent buffers by dotted name.
+using NamedTensorList = std::vector<std::pair<std::string, torch::Tensor>>;
+
+/// True unless `name` is a non-persistent buffer of the module (nn::is_persistent_buffer).
+using IsPersistentBuffer = bool (*)(const torch::nn::Module& module, const std::string& name);
+
+/// Appends `module`'s defined parameters, then its persistent buffers, then each child's, depth
+/// first (PyTorch's order), each named `prefix` + its dotted path.
+inline void collect_state_dict(const torch::nn::Module& module, const std::string& prefix, IsPersistentBuffer is_persistent,
+                               NamedTensorList& out) {
+  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
+    if (item.value().defined()) out.emplace_back(prefix + item.key(), item.value());
   }
-  if (names.size() > kMax) out += " (and " + std::to_string(names.size() - kMax) + " more)";
+  for (const auto& item : module.named_buffers(/*recurse=*/false)) {
+    if (item.value().defined() && is_persistent(module, item.key())) out.emplace_back(prefix + item.key(), item.value());
+  }
+  for (const auto& child : module.named_children()) {
+    collect_state_dict(*child.value(), prefix + child.key() + ".", is_persistent, out);
+  }
 }
 
-inline checkpoint::Report load_checkpoint(torch::nn::Module& module, const OpenCheckpoint& checkpoint,
-                                          const checkpoint::Options& options) {
-  const auto targets = nn::state_dict(module);
-  std::map<std::string, std::size_t> target_of;
-  for (std::size_t i = 0; i < targets.size(); ++i) target_of.emplace(targets[i].first, i);
+/// Refuses `tensors` unless they hold exactly the targets' names, each with its target's shape.
+inline void check_state_dict_matches(const NamedTensorList& targets, const std::map<std::string, torch::Tensor>& tensors,
+                                     const std::string& source) {
+  std::set<std::string> expected;
+  for (const auto& [name, target] : targets) {
+    expected.insert(name);
+    const auto found = tensors.find(name);
+    if (found == tensors.end()) throw Error(source + ": missing tensor \"" + name + "\"");
+    if (found->second.sizes() != target.sizes()) {
+      std::ostringstream why;
+      why << source << ": tensor \"" << name << "\" has shape " << found->second.sizes() << " but the model expects "
+          << target.sizes();
+      throw Error(why.str());
+    }
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (expected.count(name) == 0) {
+      throw Error(source + ": unexpected tensor \"" + name + "\" (the model has no such parameter or persistent buffer)");
+    }
+  }
+}
 
+/// Copies each of `tensors` into the target of its name, without recording gradients.
+inline void copy_state_dict(const NamedTensorList& targets, const std::map<std::string, torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, target] : targets) {
+    torch::Tensor destination = target;
+    destination.copy_(tensors.at(name));
+  }
+}
+
+}  // namespace tracetorch::nn::detail
+// ---- end tracetorch/detail/nn/state_dict.hpp ----
+
+namespace tracetorch::detail {
+
+/// The module's parameters and persistent buffers by name, as nn::state_dict gives them.
+using CheckpointTargets = nn::detail::NamedTensorList;
+
+/// Which checkpoint tensor goes to which target: (target index, checkpoint name), in target order.
+using CheckpointPlan = std::vector<std::pair<std::size_t, std::string>>;
+
+/// Options::tied checked against the targets: tied name -> source name.
+inline std::map<std::string, std::string> checkpoint_ties(const std::map<std::string, std::size_t>& target_of,
+                                                          const std::vector<checkpoint::Tie>& tied,
+                                                          const std::filesystem::path& source) {
   std::map<std::string, std::string> tie_source;
-  for (const auto& tie : options.tied) {
+  for (const auto& tie : tied) {
     const std::string what = "tie " + quoted_for_message(tie.name) + " -> " + quoted_for_message(tie.source);
     for (const auto* name : {&tie.name, &tie.source}) {
       if (target_of.count(*name) == 0) {
-        checkpoint_failed(checkpoint.source, what + ": the module has no parameter or persistent buffer " +
-                                                 quoted_for_message(*name));
+        checkpoint_failed(source, what + ": the module has no parameter or persistent buffer " + quoted_for_message(*name));
       }
     }
-    if (tie.name == tie.source) checkpoint_failed(checkpoint.source, what + " ties a tensor to itself");
+    if (tie.name == tie.source) checkpoint_failed(source, what + " ties a tensor to itself");
     if (!tie_source.emplace(tie.name, tie.source).second) {
-      checkpoint_failed(checkpoint.source, what + ": " + quoted_for_message(tie.name) + " is tied twice");
+      checkpoint_failed(source, what + ": " + quoted_for_message(tie.name) + " is tied twice");
     }
   }
+  return tie_source;
+}
 
-  checkpoint::Report report;
-  for (const auto& reader : checkpoint.readers) report.files.push_back(reader.path());
-  std::vector<std::pair<std::size_t, std::string>> plan;  // target index, checkpoint name
+/// Each target's checkpoint tensor (its own, else its tie's source); the missing and unexpected
+/// names and the tied targets go into `report`.
+inline CheckpointPlan plan_checkpoint_load(const CheckpointTargets& targets, const std::map<std::string, std::size_t>& target_of,
+                                           const OpenCheckpoint& checkpoint,
+                                           const std::map<std::string, std::string>& tie_source, checkpoint::Report& report) {
+  CheckpointPlan plan;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& name = targets[i].first;
     if (checkpoint.reader_of.count(name) != 0) {
@@ -4410,7 +5365,13 @@ inline checkpoint::Report load_checkpoint(torch::nn::Module& module, const OpenC
   for (const auto& [name, reader] : checkpoint.reader_of) {
     if (target_of.count(name) == 0) report.unexpected_keys.push_back(name);
   }
+  return plan;
+}
 
+/// Refuses a planned tensor whose shape differs from its target's, or whose dtype does under
+/// DtypePolicy::keep; lists the conversions of DtypePolicy::convert in `report`.
+inline void check_checkpoint_tensors(const CheckpointTargets& targets, const OpenCheckpoint& checkpoint,
+                                     const CheckpointPlan& plan, checkpoint::DtypePolicy dtype, checkpoint::Report& report) {
   for (const auto& [index, from] : plan) {
     const auto& [name, target] = targets[index];
     const auto& reader = checkpoint.readers[checkpoint.reader_of.at(from)];
@@ -4422,22 +5383,36 @@ inline checkpoint::Report load_checkpoint(torch::nn::Module& module, const OpenC
       checkpoint_failed(reader.path(), why.str());
     }
     if (info.dtype == target.scalar_type()) continue;
-    if (options.dtype == checkpoint::DtypePolicy::keep) {
+    if (dtype == checkpoint::DtypePolicy::keep) {
       checkpoint_failed(reader.path(), tensor + " is " + c10::toString(info.dtype) + " but the module's is " +
                                            c10::toString(target.scalar_type()) +
                                            " (DtypePolicy::keep: convert the module first, or load with DtypePolicy::convert)");
     }
     report.converted.push_back({name, info.dtype, target.scalar_type()});
   }
+}
 
-  if (options.strict && (!report.missing_keys.empty() || !report.unexpected_keys.empty())) {
-    std::string why;
-    append_checkpoint_names(why, report.missing_keys, "missing tensor");
-    append_checkpoint_names(why, report.unexpected_keys, "unexpected tensor");
-    if (!report.unexpected_keys.empty()) why += " (the module has no such parameter or persistent buffer)";
-    checkpoint_failed(checkpoint.source, why);
+/// `missing tensor "a"; missing tensor "b"`, at most 20 names, then how many more.
+inline void append_checkpoint_names(std::string& out, const std::vector<std::string>& names, const std::string& what) {
+  constexpr std::size_t kMax = 20;
+  for (std::size_t i = 0; i < names.size() && i < kMax; ++i) {
+    out += (out.empty() ? "" : "; ") + what + " " + quoted_for_message(names[i]);
   }
+  if (names.size() > kMax) out += " (and " + std::to_string(names.size() - kMax) + " more)";
+}
 
+/// Options::strict: refuses a load with missing or unexpected names, listing them.
+inline void refuse_missing_or_unexpected(const checkpoint::Report& report, const std::filesystem::path& source) {
+  if (report.missing_keys.empty() && report.unexpected_keys.empty()) return;
+  std::string why;
+  append_checkpoint_names(why, report.missing_keys, "missing tensor");
+  append_checkpoint_names(why, report.unexpected_keys, "unexpected tensor");
+  if (!report.unexpected_keys.empty()) why += " (the module has no such parameter or persistent buffer)";
+  checkpoint_failed(source, why);
+}
+
+/// Reads every planned tensor, then copies each into its target (converting its dtype).
+inline void copy_checkpoint_tensors(const CheckpointTargets& targets, const OpenCheckpoint& checkpoint, const CheckpointPlan& plan) {
   // Everything is read before anything is written: a read that fails leaves the module as it was.
   std::map<std::string, torch::Tensor> staged;
   for (const auto& [index, from] : plan) {
@@ -4448,11 +5423,145 @@ inline checkpoint::Report load_checkpoint(torch::nn::Module& module, const OpenC
     torch::Tensor target = targets[index].second;
     target.copy_(staged.at(from));
   }
+}
+
+/// Loads `checkpoint` into `targets` (the module's state dict) as checkpoint.hpp describes.
+inline checkpoint::Report load_checkpoint(const CheckpointTargets& targets, const OpenCheckpoint& checkpoint,
+                                          const checkpoint::Options& options) {
+  std::map<std::string, std::size_t> target_of;
+  for (std::size_t i = 0; i < targets.size(); ++i) target_of.emplace(targets[i].first, i);
+  const auto tie_source = checkpoint_ties(target_of, options.tied, checkpoint.source);
+
+  checkpoint::Report report;
+  for (const auto& reader : checkpoint.readers) report.files.push_back(reader.path());
+  const auto plan = plan_checkpoint_load(targets, target_of, checkpoint, tie_source, report);
+  check_checkpoint_tensors(targets, checkpoint, plan, options.dtype, report);
+  if (options.strict) refuse_missing_or_unexpected(report, checkpoint.source);
+  copy_checkpoint_tensors(targets, checkpoint, plan);
   report.loaded = plan.size();
   return report;
 }
 
 }  // namespace tracetorch::detail
+// ---- end tracetorch/detail/checkpoint/load.hpp ----
+// ---- begin tracetorch/nn/state_dict.hpp ----
+/// \file
+/// PyTorch's state dict for LibTorch modules, with non-persistent buffers.
+///
+/// PyTorch's `register_buffer(name, tensor, persistent=False)` makes a buffer that moves with the
+/// module (`to()`, `named_buffers()`) but is left out of `state_dict()`, so checkpoints do not hold
+/// it: transformers' rotary `inv_freq`, GPT-2's causal `bias` mask in older versions. LibTorch
+/// has no such flag. A module that needs one derives from `tracetorch::nn::Module` (a
+/// `torch::nn::Module`) and registers the buffer with `{.persistent = false}`; `state_dict()` and
+/// `load_state_dict()` below, and the library's save/load test (testing.hpp), skip it.
+///
+/// \code
+/// struct RotaryImpl : tracetorch::nn::Module {
+///   RotaryImpl() { inv_freq = register_buffer("inv_freq", torch::ones({4}), {.persistent = false}); }
+///   torch::Tensor inv_freq;
+/// };
+/// tracetorch::nn::state_dict(*model);   // parameters and persistent buffers, PyTorch's order
+/// \endcode
+///
+/// The walk and the strict load's checks are detail/nn/state_dict.hpp.
+
+#include <torch/torch.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace tracetorch::nn {
+
+/// The options of `Module::register_buffer`, PyTorch's keyword arguments.
+struct BufferOptions {
+  /// False: kept out of `state_dict()` (PyTorch's `persistent=False`).
+  bool persistent = true;
+};
+
+/// `torch::nn::Module` with PyTorch's `register_buffer(name, tensor, persistent=...)`. A virtual
+/// base, as in LibTorch's `Cloneable`, so `struct X : torch::nn::Cloneable<X>, tracetorch::nn::Module`
+/// also works.
+class Module : public virtual torch::nn::Module {
+ public:
+  using torch::nn::Module::register_buffer;
+
+  /// Registers a buffer as LibTorch does (a name registered twice is LibTorch's error);
+  /// `{.persistent = false}` keeps it out of `state_dict()`.
+  torch::Tensor& register_buffer(std::string name, torch::Tensor tensor, BufferOptions options) {
+    const std::string key = name;
+    torch::Tensor& registered = torch::nn::Module::register_buffer(std::move(name), std::move(tensor));
+    if (!options.persistent) non_persistent_buffers_.insert(key);
+    return registered;
+  }
+
+  /// False for a buffer registered with `{.persistent = false}`; true for any other name.
+  bool is_persistent_buffer(const std::string& name) const { return non_persistent_buffers_.count(name) == 0; }
+
+ private:
+  std::set<std::string> non_persistent_buffers_;
+};
+
+/// True unless `name` is a buffer of `module` registered with `{.persistent = false}`.
+inline bool is_persistent_buffer(const torch::nn::Module& module, const std::string& name) {
+  const auto* with_flags = dynamic_cast<const Module*>(&module);
+  return with_flags == nullptr || with_flags->is_persistent_buffer(name);
+}
+
+/// PyTorch's `module.state_dict()`: every defined parameter and persistent buffer by its dotted
+/// name, in PyTorch's order (a module's own parameters, then its own buffers, then each child's,
+/// depth first). The tensors are the module's own, not copies (`detach()` them to save).
+inline std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  detail::collect_state_dict(module, "", is_persistent_buffer, out);
+  return out;
+}
+
+/// PyTorch's `module.load_state_dict(tensors, strict=True)`: copies each tensor into the
+/// parameter or persistent buffer of that name. A name the module lacks, one it has that `tensors`
+/// lacks, or a shape that differs is a tracetorch::Error naming the tensor and `source` (a file
+/// name, for the message); nothing is copied then. Non-persistent buffers are neither expected
+/// nor accepted, as in PyTorch.
+inline void load_state_dict(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors,
+                            const std::string& source = "state dict") {
+  const auto targets = state_dict(module);
+  detail::check_state_dict_matches(targets, tensors, source);
+  detail::copy_state_dict(targets, tensors);
+}
+
+}  // namespace tracetorch::nn
+// ---- end tracetorch/nn/state_dict.hpp ----
+// ---- begin tracetorch/safetensors.hpp ----
+/// \file
+/// Reading and writing `.safetensors` files: a u64 little-endian header length N, N bytes of
+/// JSON header (`{"name": {"dtype": "F32", "shape": [2, 7], "data_offsets": [begin, end]}, ...,
+/// "__metadata__": {"key": "value"}}`, offsets relative to the data), then the raw data.
+///
+/// \code
+/// tracetorch::safetensors::save("x.safetensors", tensor);               // key "data"
+/// auto x = tracetorch::safetensors::load_single("x.safetensors");
+///
+/// tracetorch::safetensors::Reader reader("model.safetensors");          // header only
+/// for (const auto& info : reader.header().tensors) std::cout << info.name << "\n";
+/// auto w = reader.load("norm.weight");                                  // reads that tensor only
+/// \endcode
+///
+/// The writer produces the same bytes as the project's Python reference writer (keys sorted,
+/// compact JSON with `ensure_ascii` escapes, `__metadata__` last, header padded with spaces to
+/// a multiple of 8); several metadata entries come in key order, as a Python dict built in
+/// that order gives. The reader validates like the safetensors loader and refuses anything
+/// malformed with a tracetorch::Error naming the file and the cause. Where it differs: it
+/// also refuses duplicate JSON keys (the safetensors loader keeps the last) and shapes whose
+/// nonzero dims overflow int64 even when another dim is 0 (LibTorch's strides would); like
+/// that loader it ignores unknown fields in an entry and reads `"__metadata__": null` as none.
+///
+/// The format itself (header parsing and validation, no LibTorch) is
+/// detail/io/safetensors_format.hpp; its meeting with LibTorch is detail/io/safetensors_torch.hpp.
+
+// ---- end tracetorch/safetensors.hpp ----
 
 namespace tracetorch::checkpoint {
 
@@ -4460,7 +5569,8 @@ namespace tracetorch::checkpoint {
 /// `module` by name, as the file comment says; throws tracetorch::Error and changes nothing on any
 /// refusal.
 inline Report load(torch::nn::Module& module, const std::filesystem::path& path, const Options& options = {}) {
-  return detail::load_checkpoint(module, detail::open_checkpoint(path, options), options);
+  const auto checkpoint = detail::open_checkpoint(path, options);
+  return detail::load_checkpoint(nn::state_dict(module), checkpoint, options);
 }
 
 }  // namespace tracetorch::checkpoint
@@ -6418,23 +7528,27 @@ inline void add_statistics(boost::json::object& record, const torch::Tensor& ten
 // ---- end tracetorch/detail/debugger/tensor_stats.hpp ----
 // ---- begin tracetorch/detail/debugger/trace_files.hpp ----
 /// \file
-/// The files of a trace in debug_path: tensor files staged under other names as the forward
-/// runs (hard links for repeated tensors), then all of them given their names with the two JSON
-/// files when the root returns, so that a forward that fails leaves the previous trace whole.
+/// The files of a trace in debug_path: written into a staging directory as the forward runs
+/// (hard links for repeated tensors), the two JSON files when the root returns, then published
+/// (trace_publish.hpp), so that a forward that fails or is killed leaves the previous trace whole.
 
 #include <torch/torch.h>
 
 #include <fcntl.h>   // AT_FDCWD, AT_EACCESS
-#include <unistd.h>  // faccessat, link, unlink
+#include <unistd.h>  // faccessat, linkat, renameat, unlinkat
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <filesystem>
 #include <memory>
 #include <memory_resource>
+#include <unordered_set>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -6443,104 +7557,84 @@ inline void add_statistics(boost::json::object& record, const torch::Tensor& ten
 
 // ---- begin tracetorch/detail/debugger/spare_files.hpp ----
 /// \file
-/// The files a trace replaced, kept so that the next trace into the same directory writes over
-/// them (DebuggerOptions::reuse_previous_files).
+/// The directory a trace is written into before it is published (TraceStaging), kept between
+/// traces with the files the last trace replaced, so that the next trace into the same
+/// debug_path writes over them (DebuggerOptions::reuse_previous_files).
 //
-// Why: on a VM that hands the memory of deleted files back to its host, a trace written into new
-// files pays for every page twice (the host's fault, then the copy); written over pages the file
-// cache still holds, it does not (docs/performance.md).
+// Why keep them: on a VM that hands the memory of deleted files back to its host, a trace written
+// into new files pays for every page twice (the host's fault, then the copy); written over pages
+// the file cache still holds, it does not (docs/performance.md).
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <memory_resource>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <system_error>
-#include <unordered_set>
 #include <utility>
 
 
 namespace tracetorch::detail {
 
-/// One hidden directory in a debug_path (`.tracetorch-spares-<pid>-<n>`) holding the previous
-/// versions of its tensor files under their own names. The staged files of a trace are made
-/// there too, so that exchanging one with its target leaves the old version in place as a spare.
-class SpareFiles {
+/// The start of a staging directory's name inside debug_path; the rest is `<pid>-<16 hex>`.
+inline constexpr char kSparesPrefix[] = ".tracetorch-spares-";
+
+/// A staging directory of one debug_path: made inside it (`.tracetorch-spares-<pid>-<16 hex>`,
+/// flocked by this process while the object lives, so that no other writer takes it for a
+/// leftover), written through its descriptor, moved beside debug_path to be published
+/// (trace_publish.hpp). After a publish it is the tree that was replaced, back inside debug_path
+/// under the same name, holding the previous files the new trace replaced: the spares.
+/// Destroying it removes it wherever it is then.
+class TraceStaging {
  public:
-  SpareFiles(std::string key, const std::filesystem::path& debug_path)
-      : key_(std::move(key)),
-        directory_(debug_path / (".tracetorch-spares-" + unique_suffix())),
-        owner_(::getpid()) {}
-  SpareFiles(const SpareFiles&) = delete;
-  SpareFiles& operator=(const SpareFiles&) = delete;
-  /// Removes the directory it made, except in a forked child: that belongs to the parent.
-  ~SpareFiles() {
-    if (!made_ || ::getpid() != owner_) return;
-    std::error_code ignored;
-    std::filesystem::remove_all(directory_, ignored);
-  }
+  /// Makes the directory in `debug_path` (normalized); `key`: the registry's name for it.
+  TraceStaging(std::string key, const std::filesystem::path& debug_path)
+      : key_(std::move(key)), directory_(debug_path, debug_path, kSparesPrefix), name_(directory_.path().filename().string()) {}
+  TraceStaging(const TraceStaging&) = delete;
+  TraceStaging& operator=(const TraceStaging&) = delete;
+  ~TraceStaging() { forget_or_follow(); }
 
-  /// Called as a forward begins: false where the directory cannot be made (the trace is then
-  /// staged beside its targets, as without spares). A directory removed since the last forward
-  /// (with its debug_path, say) is made again, empty.
-  bool prepare() {
-    struct stat info {};
-    if (made_ && ::lstat(directory_.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return true;
-    spares_.clear();
-    made_ = ::mkdir(directory_.c_str(), 0700) == 0;  // fails where something else took the name
-    return made_;
-  }
+  StagedDirectory& directory() noexcept { return directory_; }
+  int fd() const noexcept { return directory_.fd(); }
+  /// Its name inside debug_path.
+  const std::string& name() const noexcept { return name_; }
+  /// The registry's name for its debug_path (the canonical form).
+  const std::string& key() const noexcept { return key_; }
 
-  /// The staged path for `file_name` in this forward, where the spare of that name (if any) is
-  /// to be written over; nullopt where the name is taken already in this forward (two stems may
-  /// escape to one name), and the caller stages beside the target instead.
-  std::optional<std::filesystem::path> claim(const std::string& file_name) {
-    const std::pmr::string name(file_name, &names_memory_);
-    if (!claimed_.insert(name).second) return std::nullopt;
-    spares_.erase(name);
-    return directory_ / file_name;
-  }
+  /// After a publish: the replaced tree takes this directory's place (and name).
+  void adopt(StagedDirectory replaced) { directory_ = std::move(replaced); }
 
-  /// The staged file `file_name` took its target's name; `kept_old` (replace_file_keeping_old's
-  /// answer): the replaced file now sits at the staged path, a spare for the next trace.
-  void placed(const std::string& file_name, bool kept_old) {
-    if (kept_old) spares_.emplace(file_name);
+  /// True where it still exists and is directly inside `debug_path`: a spares directory whose
+  /// debug_path was removed, or moved elsewhere, is not used again.
+  bool inside(const std::filesystem::path& debug_path) const {
+    struct stat mine {}, parent {}, target {};
+    return directory_.fd() >= 0 && ::fstat(directory_.fd(), &mine) == 0 && mine.st_nlink > 0 &&
+           ::fstatat(directory_.fd(), "..", &parent, 0) == 0 && ::stat(debug_path.c_str(), &target) == 0 &&
+           publish_detail::same_inode(parent, target);
   }
-
-  /// Removes the spares this forward did not claim (their names are not in the new trace), then
-  /// forgets the claims: called once the new trace's files are complete, before they are placed.
-  void drop_unclaimed() {
-    for (const auto& name : spares_) ::unlink((directory_ / name).c_str());
-    spares_.clear();
-    claimed_.clear();
-  }
-  /// After a failed forward: its staged files are gone, the spares it did not claim stay.
-  void forget_claims() { claimed_.clear(); }
-  bool empty() const { return spares_.empty(); }
-
-  /// The registry's name for the debug_path (its canonical form).
-  const std::string& key() const { return key_; }
 
  private:
+  /// Before it is removed: where it went, if it was moved; left alone where it is gone.
+  void forget_or_follow() noexcept {
+    try {
+      if (directory_.fd() >= 0 && !directory_.follow()) {
+        struct stat mine {};
+        if (::fstat(directory_.fd(), &mine) != 0 || mine.st_nlink == 0) directory_.close_without_removing();
+      }
+    } catch (...) {
+    }
+  }
+
   std::string key_;
-  std::filesystem::path directory_;
-  pid_t owner_;
-  bool made_ = false;
-  // The names' memory is pooled and kept: claims live until the forward returns, and heap
-  // memory held that long is what forward_memory.hpp keeps out of malloc's heap.
-  std::pmr::unsynchronized_pool_resource names_memory_;
-  std::pmr::unordered_set<std::pmr::string> spares_{&names_memory_};
-  std::pmr::unordered_set<std::pmr::string> claimed_{&names_memory_};
+  StagedDirectory directory_;
+  std::string name_;
 };
 
-/// The process's spares, one set per debug_path, lent to one forward at a time: two traces into
-/// one directory at once get a set each, and the second returned is dropped. What is left is
-/// removed when the process exits (static destruction).
+/// The process's idle spares, one set per debug_path, lent to one forward at a time: two traces
+/// into one directory at once get a set each, and the second given back is dropped. What is
+/// left is removed when the process exits (static destruction).
 class SpareFilesRegistry {
  public:
   static SpareFilesRegistry& instance() {
@@ -6548,41 +7642,607 @@ class SpareFilesRegistry {
     return registry;
   }
 
-  /// The idle set of `debug_path`; where there is none, a new one if `make_one`, else null.
-  std::unique_ptr<SpareFiles> borrow(const std::filesystem::path& debug_path, bool make_one) {
-    const std::string key = key_of(debug_path);
-    {
-      std::lock_guard lock(mutex_);
-      const auto found = idle_.find(key);
-      if (found != idle_.end()) {
-        auto spares = std::move(found->second);
-        idle_.erase(found);
-        return spares;
-      }
-    }
-    return make_one ? std::make_unique<SpareFiles>(key, debug_path) : nullptr;
+  /// The idle set of `debug_path`, or null.
+  std::unique_ptr<TraceStaging> borrow(const std::string& key) {
+    std::lock_guard lock(mutex_);
+    const auto found = idle_.find(key);
+    if (found == idle_.end()) return nullptr;
+    auto spares = std::move(found->second);
+    idle_.erase(found);
+    return spares;
   }
 
-  void give_back(std::unique_ptr<SpareFiles> spares) {
-    std::unique_ptr<SpareFiles> surplus;  // destroyed (its directory removed) after the lock is released
+  void give_back(std::unique_ptr<TraceStaging> spares) {
+    std::unique_ptr<TraceStaging> surplus;  // destroyed (its directory removed) after the lock is released
     std::lock_guard lock(mutex_);
     auto& slot = idle_[spares->key()];
     (slot ? surplus : slot) = std::move(spares);
   }
 
- private:
+  /// The registry's name for `debug_path`: its canonical form.
   static std::string key_of(const std::filesystem::path& debug_path) {
     std::error_code ec;
     const auto canonical = std::filesystem::weakly_canonical(debug_path, ec);
     return ec ? std::filesystem::absolute(debug_path, ec).lexically_normal().string() : canonical.string();
   }
 
+ private:
   std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<SpareFiles>> idle_;
+  std::map<std::string, std::unique_ptr<TraceStaging>> idle_;
 };
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/debugger/spare_files.hpp ----
+// ---- begin tracetorch/detail/debugger/trace_publish.hpp ----
+/// \file
+/// Gives a staged trace its place in debug_path: the whole staging directory in one exchange
+/// (publish.hpp) where debug_path can be replaced, else file by file under debug_path's lock.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// ---- begin tracetorch/detail/io/publish.hpp ----
+/// \file
+/// publish(): gives a StagedDirectory its target's name in one step (renameat2 RENAME_EXCHANGE),
+/// carrying over the entries it keeps and removing abandoned staging directories first.
+
+// Replaces a directory whole (issue 26, item 1): a trace is written into a fresh sibling of its
+// debug_path, which then takes debug_path's place in one step. Linux only; no LibTorch.
+// docs/reliability.md ("A trace is replaced whole") states the promises and the tests that prove them.
+//
+//   detail::StagedDirectory staged("dbg");                        // dbg/../.dbg.tracetorch-staging-<pid>-<random>
+//   write_files_into(staged.path());
+//   auto replaced = detail::publish(std::move(staged));           // dbg is now the new tree
+//   // `replaced`: the previous tree minus what was carried over; removed when it is destroyed.
+//
+// Protocol, for every process and thread that uses it:
+// - A tree is changed only by exchange, and only by the holder of an exclusive flock on the
+//   directory inode it replaces (DirectoryLock). The path names another inode after each
+//   exchange, so a lock is taken by polling: open, flock(LOCK_NB), then check that the path
+//   still names the locked inode; otherwise retry on the inode it names now.
+// - Every staging directory is flocked by its creator from mkdir to its end; the replaced tree,
+//   which takes the staging name, stays flocked by the publisher. A staging directory that can
+//   be flocked without waiting is abandoned (its creator died) and the next publish into the
+//   same parent removes it, after putting back the entries it was carrying (see publish()).
+// - Readers take a shared DirectoryLock on the tree while they read it: no exchange happens
+//   meanwhile, so they read the old tree or the new one, whole.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace tracetorch::detail {
+
+namespace publish_detail {
+
+inline constexpr unsigned kRenameNoReplace = 1;  // RENAME_NOREPLACE, <linux/fs.h>
+inline constexpr unsigned kRenameExchange = 2;   // RENAME_EXCHANGE
+
+/// renameat2 by its system call: glibc has a wrapper only from 2.28.
+inline int rename_at(int from_dir, const char* from, int to_dir, const char* to, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_renameat2, from_dir, from, to_dir, to, flags));
+}
+
+inline bool exists_at(int dir, const char* name) {
+  struct stat info {};
+  return ::fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/// The names in the directory open at `dir` (without "." and ".."); empty if it cannot be read.
+inline std::vector<std::string> entries_of(int dir) {
+  std::vector<std::string> names;
+  const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);  // closedir closes the descriptor it reads
+  if (copy < 0) return names;
+  DIR* stream = ::fdopendir(copy);
+  if (stream == nullptr) {
+    ::close(copy);
+    return names;
+  }
+  ::rewinddir(stream);
+  while (const dirent* entry = ::readdir(stream)) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(stream);
+  return names;
+}
+
+inline void sync_directory(const std::filesystem::path& directory) {
+  const UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd) ::fsync(fd.get());
+}
+
+/// Copies the regular file `name` of `from` into `to` (same name and permission bits).
+inline bool copy_file_at(int from, int to, const char* name, int& error) {
+  UniqueFd in(::openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat info {};
+  if (!in || ::fstat(in.get(), &info) != 0) return error = errno, false;
+  UniqueFd out(::openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, info.st_mode & 07777));
+  if (!out) return error = errno, false;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(in.get(), buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      if (got == 0) return true;
+      break;
+    }
+    for (ssize_t done = 0; done < got;) {
+      const ssize_t put = ::write(out.get(), buffer + done, static_cast<std::size_t>(got - done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) {
+        error = put < 0 ? errno : ENOSPC;
+        ::unlinkat(to, name, 0);
+        return false;
+      }
+      done += put;
+    }
+  }
+  error = errno;
+  ::unlinkat(to, name, 0);
+  return false;
+}
+
+/// A copy of the symbolic link `name` of `from` in `to`.
+inline bool copy_symlink_at(int from, int to, const char* name, int& error) {
+  std::string target(4096, '\0');
+  const ssize_t size = ::readlinkat(from, name, target.data(), target.size());
+  if (size < 0 || static_cast<std::size_t>(size) == target.size()) return error = size < 0 ? errno : ENAMETOOLONG, false;
+  target.resize(static_cast<std::size_t>(size));
+  if (::symlinkat(target.c_str(), to, name) != 0) return error = errno, false;
+  return true;
+}
+
+}  // namespace publish_detail
+
+// CarryOver (staged_directory.hpp): which entries of the replaced tree the new one keeps, asked
+// for each name that the staged tree does not have (a name the staged tree has is always the staged one).
+
+/// Keeps every entry the new tree does not replace by name: the debugger's behaviour before
+/// publish, where a file of the previous trace that the new one lacks stays.
+inline bool keep_every_entry(std::string_view) { return true; }
+
+struct PublishOptions {
+  /// The longest wait for the lock on the target (DirectoryLock).
+  std::chrono::milliseconds lock_timeout = DirectoryLock::kDefaultTimeout;
+  /// fsync the staged directory before the exchange and the parent after it (the names, not the
+  /// files' data: that is the writer's to sync where power loss matters).
+  bool sync_directories = true;
+};
+
+namespace publish_detail {
+
+/// Opens and exclusively flocks the staging directory `name` of `parent` where its creator is
+/// gone (no one holds its flock) and it is still at that name; an empty UniqueFd otherwise.
+inline UniqueFd lock_abandoned(int parent, const std::string& name) {
+  UniqueFd fd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat locked {}, named {};
+  if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return UniqueFd();  // its writer is alive
+  if (::fstat(fd.get(), &locked) != 0 || ::fstatat(parent, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !same_inode(locked, named)) {
+    return UniqueFd();  // removed by another publish meanwhile
+  }
+  return fd;
+}
+
+/// Moves each entry of the abandoned directory `abandoned` that is neither a regular file nor a
+/// symbolic link and that `carry_over` keeps into `staged` where neither `staged` nor the target
+/// (`target_fd`, -1: none) has that name. False where such an entry could not be moved.
+inline bool put_back_entries(int abandoned, int staged, int target_fd, const CarryOver& carry_over) {
+  bool all_moved = true;
+  for (const auto& entry : entries_of(abandoned)) {
+    struct stat info {};
+    if (::fstatat(abandoned, entry.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || S_ISREG(info.st_mode) ||
+        S_ISLNK(info.st_mode) || !carry_over(entry)) {
+      continue;
+    }
+    if (exists_at(staged, entry.c_str()) || (target_fd >= 0 && exists_at(target_fd, entry.c_str())) ||
+        rename_at(abandoned, entry.c_str(), staged, entry.c_str(), kRenameNoReplace) != 0) {
+      all_moved = false;
+    }
+  }
+  return all_moved;
+}
+
+}  // namespace publish_detail
+
+/// Removes the abandoned staging directories of `staged`'s target (no one holds their flock):
+/// first every entry in them that is neither a regular file nor a symbolic link and that
+/// `carry_over` keeps is moved into `staged` where neither it nor the target (`target_fd`, -1:
+/// none) has that name. Those can only be entries of the target that a killed publish was moving
+/// (a trace stages files only). A directory where such a move fails is kept, renamed
+/// `.<name>.tracetorch-kept-<random>`, never removed.
+inline void remove_abandoned_staging(StagedDirectory& staged, int target_fd, const CarryOver& carry_over) {
+  namespace pd = publish_detail;
+  const auto parent = staged.target().parent_path();
+  const std::string prefix = pd::staging_prefix(staged.target().filename().string());
+  pd::UniqueFd parent_fd(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!parent_fd) return;  // best effort: the publish itself reports what matters
+  const std::string mine = staged.path().filename().string();
+  for (const auto& name : pd::entries_of(parent_fd.get())) {
+    if (name == mine || !pd::is_staging_name(name, prefix)) continue;
+    const pd::UniqueFd fd = pd::lock_abandoned(parent_fd.get(), name);
+    if (!fd) continue;
+    if (!pd::put_back_entries(fd.get(), staged.fd(), target_fd, carry_over)) {
+      const std::string kept = pd::kept_name(staged.target().filename().string());
+      if (::renameat(parent_fd.get(), name.c_str(), parent_fd.get(), kept.c_str()) == 0) continue;
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(parent / name, ignored);
+  }
+}
+
+/// Removes the directories `<prefix><pid>-<16 hex>` in `directory` whose creator is gone (no one
+/// holds their flock): staging directories made inside a target (StagedDirectory's second
+/// constructor), which hold only what their creator wrote. Best effort: what cannot be read or
+/// removed stays.
+inline void remove_abandoned_inside(const std::filesystem::path& directory, std::string_view prefix) {
+  namespace pd = publish_detail;
+  pd::UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return;
+  for (const auto& name : pd::entries_of(fd.get())) {
+    if (!pd::is_staging_name(name, prefix)) continue;
+    const pd::UniqueFd abandoned = pd::lock_abandoned(fd.get(), name);
+    if (!abandoned) continue;
+    std::error_code ignored;
+    std::filesystem::remove_all(directory / name, ignored);
+  }
+}
+
+namespace publish_detail {
+
+/// The steps of publish_once(), in order.
+
+/// Where the target does not exist yet: removes abandoned staging directories and renames
+/// `staged` to the target with a rename that refuses to replace whatever another writer put
+/// there. False where one did (EEXIST: retry, now with a lock and an exchange).
+inline bool rename_first_tree(StagedDirectory& staged, const CarryOver& carry_over, bool sync) {
+  const auto& target = staged.target();
+  remove_abandoned_staging(staged, -1, carry_over);
+  if (sync) ::fsync(staged.fd());
+  if (rename_at(AT_FDCWD, staged.path().c_str(), AT_FDCWD, target.c_str(), kRenameNoReplace) != 0) {
+    if (errno == EEXIST) return false;
+    fail("cannot rename " + staged.path().string() + " to", target, errno);
+  }
+  if (sync) sync_directory(target.parent_path());
+  return true;
+}
+
+/// CannotExchange where the locked tree `old_tree` at `target` is a mount point or this
+/// process's working directory.
+inline void check_exchangeable(const std::filesystem::path& target, const struct stat& old_tree) {
+  const auto parent = target.parent_path();
+  struct stat parent_info {}, cwd {};
+  if (::stat(parent.c_str(), &parent_info) != 0) fail("cannot read", parent, errno);
+  if (parent_info.st_dev != old_tree.st_dev) {
+    throw CannotExchange("tracetorch: cannot publish into " + target.string() + ": it is a mount point");
+  }
+  if (::stat(".", &cwd) == 0 && same_inode(cwd, old_tree)) {
+    throw CannotExchange("tracetorch: cannot publish into " + target.string() +
+                         ": it is this process's working directory, which an exchange would leave in the replaced tree");
+  }
+}
+
+/// Name -> the entry of the current tree linked or copied into the staged one.
+using Carried = std::unordered_map<std::string, struct stat>;
+
+/// Carries over, before the exchange, each entry of the current tree (`from`, at `target`) that
+/// `carry_over` keeps and the staged tree (`to`) lacks: a hard link (a copy where links fail).
+/// Directories, and other entries that cannot be linked, are moved after the exchange.
+inline Carried link_carried_entries(int from, int to, const std::filesystem::path& target, const CarryOver& carry_over) {
+  Carried carried;
+  for (const auto& name : entries_of(from)) {
+    struct stat info {};
+    if (!carry_over(name) || exists_at(to, name.c_str()) || ::fstatat(from, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 ||
+        S_ISDIR(info.st_mode)) {
+      continue;
+    }
+    if (!injected_fault("link") && ::linkat(from, name.c_str(), to, name.c_str(), 0) == 0) {
+      carried.emplace(name, info);
+      continue;
+    }
+    const int link_error = errno;
+    if (link_error == ENOENT) continue;  // removed meanwhile
+    int copy_error = 0;
+    const bool copied = injected_fault("link") ? (copy_error = errno, false)
+                        : S_ISREG(info.st_mode)   ? copy_file_at(from, to, name.c_str(), copy_error)
+                        : S_ISLNK(info.st_mode) ? copy_symlink_at(from, to, name.c_str(), copy_error)
+                                                : false;
+    if (copied) {
+      carried.emplace(name, info);
+    } else if (S_ISREG(info.st_mode) || S_ISLNK(info.st_mode)) {
+      throw Error("tracetorch: cannot keep " + (target / name).string() + " in the new tree (link: " +
+                  std::generic_category().message(link_error) + ", copy: " + std::generic_category().message(copy_error) +
+                  "); " + target.string() + " is unchanged");
+    }
+  }
+  return carried;
+}
+
+/// Exchanges `staged` with its target. False where the target was removed meanwhile (by someone
+/// who does not lock: retry); CannotExchange where the filesystem refuses the exchange.
+inline bool exchange_with_target(const StagedDirectory& staged) {
+  const auto& target = staged.target();
+  if (!injected_fault("exchange") &&
+      rename_at(AT_FDCWD, staged.path().c_str(), AT_FDCWD, target.c_str(), kRenameExchange) == 0) {
+    return true;
+  }
+  const int error = errno;
+  if (error == EINVAL || error == ENOSYS || error == EXDEV || error == EBUSY || error == ENOTSUP) {
+    throw CannotExchange("tracetorch: cannot publish into " + target.string() +
+                         ": exchanging it with its staging directory failed: " + std::generic_category().message(error));
+  }
+  if (error == ENOENT) return false;  // removed by someone who does not lock
+  fail("cannot exchange " + staged.path().string() + " with", target, error);
+}
+
+/// After the exchange: what the replaced tree still holds that the new tree (`new_tree`) keeps
+/// (directories, entries made or replaced after they were linked) moves over; the links it
+/// shares with the new tree go, so that it holds only what the new tree replaced or refused.
+/// Returns the first failure ("<path>: <cause>"), empty where none.
+inline std::string move_over_kept_entries(const StagedDirectory& replaced, int new_tree, const Carried& carried,
+                                          const CarryOver& carry_over) {
+  std::string failed;
+  try {
+    for (const auto& name : entries_of(replaced.fd())) {
+      if (!carry_over(name)) continue;
+      struct stat now {};
+      if (::fstatat(replaced.fd(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      const auto found = carried.find(name);
+      int moved = 0;
+      if (found != carried.end() && same_inode(found->second, now)) {
+        moved = injected_fault("move over") ? -1 : ::unlinkat(replaced.fd(), name.c_str(), 0);
+      } else if (found != carried.end()) {  // newer than the one kept
+        moved = injected_fault("move over") ? -1 : ::renameat(replaced.fd(), name.c_str(), new_tree, name.c_str());
+      } else if (!exists_at(new_tree, name.c_str())) {
+        moved = injected_fault("move over") ? -1 : rename_at(replaced.fd(), name.c_str(), new_tree, name.c_str(), kRenameNoReplace);
+      }
+      if (moved != 0 && errno != ENOENT && failed.empty()) {
+        failed = (replaced.path() / name).string() + ": " + std::generic_category().message(errno);
+      }
+    }
+  } catch (const std::exception& error) {  // from carry_over, or out of memory
+    failed = error.what();
+  }
+  return failed;
+}
+
+/// Renames the replaced tree to a kept name (it holds an entry the new tree should have);
+/// returns where it is now (its staging name where the rename failed).
+inline std::filesystem::path keep_replaced_tree(const StagedDirectory& replaced) {
+  const auto kept = replaced.target().parent_path() / kept_name(replaced.target().filename().string());
+  std::error_code ec;
+  std::filesystem::rename(replaced.path(), kept, ec);
+  return ec ? replaced.path() : kept;
+}
+
+}  // namespace publish_detail
+
+/// One attempt of publish(); `retry` is set where the target appeared or changed meanwhile.
+inline std::optional<StagedDirectory> publish_once(StagedDirectory& staged, const CarryOver& carry_over, bool sync,
+                                                   std::chrono::milliseconds timeout, bool& retry) {
+  namespace pd = publish_detail;
+  retry = false;
+  const auto& target = staged.target_;
+  auto lock = DirectoryLock::if_exists(target, LockMode::exclusive, timeout);
+  if (!lock) {  // a first tree
+    if (!pd::rename_first_tree(staged, carry_over, sync)) return retry = true, std::nullopt;
+    staged.fd_.reset();  // published: unlocked, and no longer removed on destruction
+    return std::nullopt;
+  }
+  pd::check_exchangeable(target, lock->identity());
+  remove_abandoned_staging(staged, lock->fd(), carry_over);
+  const pd::Carried carried = pd::link_carried_entries(lock->fd(), staged.fd(), target, carry_over);
+  ::fchmod(staged.fd(), lock->identity().st_mode & 07777);
+  if (sync) ::fsync(staged.fd());
+  if (!pd::exchange_with_target(staged)) return retry = true, std::nullopt;
+
+  // The replaced tree is at the staging name now, and from here on never removed by accident:
+  // it may hold directories of the target's that are not moved back yet.
+  const pd::UniqueFd new_tree(staged.fd_.release());  // locked until the moves are done
+  StagedDirectory replaced(target, staged.path_, std::move(*lock));
+  const std::string failed = pd::move_over_kept_entries(replaced, new_tree.get(), carried, carry_over);
+  if (sync) pd::sync_directory(target.parent_path());  // after the moves: the user's directories are away only briefly
+  if (!failed.empty()) {
+    const auto kept = pd::keep_replaced_tree(replaced);
+    replaced.fd_.reset();  // never removed: it holds an entry the new tree should have
+    throw Error("tracetorch: published " + target.string() + ", but could not move an entry of the replaced tree into it: " +
+                failed + "; the replaced tree is kept as " + kept.string());
+  }
+  return replaced;
+}
+
+/// Gives `staged` its target's name in one step, replacing the tree there, under the target's
+/// exclusive lock. Before the exchange, every entry of the current tree that `carry_over` keeps
+/// and `staged` does not have is hard-linked (copied where links fail) into `staged`;
+/// directories are moved over right after it. Abandoned staging directories of the same target
+/// are removed first. Where the target does not exist yet, a rename that refuses to replace
+/// (two first publishes: the second locks and exchanges). Returns the replaced tree, at a
+/// staging name and locked: what the new tree replaced by name or refused to carry over; it is
+/// removed when destroyed (or kept, for reuse of its files). tracetorch::Error naming the path
+/// that failed; CannotExchange where an exchange is impossible there (nothing changed). `staged`
+/// is spent only where the publish succeeds: after an exception it is still the caller's, at
+/// the staging name beside the target (where it may hold links to carried-over entries).
+inline std::optional<StagedDirectory> publish(StagedDirectory&& staged, const CarryOver& carry_over = keep_every_entry,
+                                              const PublishOptions& options = {}) {
+  if (!staged.fd()) throw Error("tracetorch: publish: the staged directory was published or discarded already");
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    bool retry = false;
+    auto replaced = publish_once(staged, carry_over, options.sync_directories, options.lock_timeout, retry);
+    if (!retry) return replaced;
+  }
+  throw Error("tracetorch: cannot publish into " + staged.target().string() + ": it kept changing (1000 attempts)");
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/publish.hpp ----
+
+namespace tracetorch::detail {
+
+/// The longest a trace waits for debug_path's lock: readers (tracetorch-diff) hold it while they
+/// read, which takes long for a large trace.
+inline constexpr std::chrono::milliseconds kTraceLockTimeout{10 * 60 * 1000};
+
+/// What a session remembers about publishing into its debug_path.
+struct PublishState {
+  std::filesystem::path debug_path;  // as the user named it (messages)
+  std::filesystem::path target;      // its canonical form (a symbolic link to a directory: that directory)
+  bool keep_spares = false;          // reuse_previous_files with use_repr=false
+  bool exchange_refused = false;     // the filesystem refused RENAME_EXCHANGE: file by file from now on
+  bool leftovers_removed = false;    // abandoned staging directories inside debug_path removed once
+};
+
+namespace trace_publish_detail {
+
+/// True where debug_path can be replaced by an exchange with a sibling: not the root, not a
+/// mount point, not this process's working directory (an exchange would leave the process in the
+/// replaced tree). The filesystem's own refusal is learnt from the first exchange.
+inline bool can_replace_whole(const std::filesystem::path& target) {
+  if (!target.has_parent_path() || target.parent_path() == target) return false;
+  struct stat tree {}, parent {}, cwd {};
+  if (::stat(target.c_str(), &tree) != 0 || ::stat(target.parent_path().c_str(), &parent) != 0) return false;
+  if (tree.st_dev != parent.st_dev) return false;
+  return !(::stat(".", &cwd) == 0 && publish_detail::same_inode(cwd, tree));
+}
+
+/// Removes `names` from the directory open at `fd` (absent names are fine).
+inline void remove_names(int fd, const std::vector<std::string>& names) {
+  for (const auto& name : names) ::unlinkat(fd, name.c_str(), 0);
+}
+
+inline bool is_empty(int fd) { return publish_detail::entries_of(fd).empty(); }
+
+/// After a trace took its place: `staging` holds what it replaced. Kept as spares (inside
+/// debug_path, under its own name) where asked and there is something to keep; else removed.
+/// The replaced JSON files are never kept: they are rewritten whole at each trace.
+inline void keep_or_drop_spares(std::unique_ptr<TraceStaging>& staging, const PublishState& state,
+                                const std::vector<std::string>& json_names) {
+  remove_names(staging->fd(), json_names);
+  if (!state.keep_spares || is_empty(staging->fd())) return staging.reset();
+  if (staging->inside(state.target)) return;
+  if (injected_fault("move in") || !staging->directory().move_to(state.target / staging->name())) staging.reset();
+}
+
+/// One renameat2 between the directories open at `from` and `to` (the same name in both).
+inline int rename_between(int from, int to, const std::string& name, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_renameat2, from, name.c_str(), to, name.c_str(), flags));
+}
+
+struct Placed {
+  const std::string* name;
+  bool exchanged;  // the previous file of that name is in the staging directory now
+};
+
+/// Undoes `placed`, last first; false where a step failed.
+inline bool restore(int staging, int tree, const std::vector<Placed>& placed) {
+  bool restored = true;
+  for (auto it = placed.rbegin(); it != placed.rend(); ++it) {
+    const unsigned flags = it->exchanged ? publish_detail::kRenameExchange : publish_detail::kRenameNoReplace;
+    if (injected_fault("restore") || rename_between(tree, staging, *it->name, flags) != 0) restored = false;
+  }
+  return restored;
+}
+
+/// Moves the file `name` from `staging` to `tree`, exchanging it with a regular file there (the
+/// previous version stays in `staging`); -1 with errno on failure, else 1 (exchanged) or 0.
+inline int place_file(int staging, int tree, const std::string& name) {
+  if (injected_fault("place")) return -1;
+  struct stat existing {};
+  if (::fstatat(tree, name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(existing.st_mode)) {
+    if (rename_between(staging, tree, name, publish_detail::kRenameExchange) == 0) return 1;
+    if (errno != EINVAL && errno != ENOSYS) return -1;
+  }
+  return ::renameat(staging, name.c_str(), tree, name.c_str()) == 0 ? 0 : -1;
+}
+
+}  // namespace trace_publish_detail
+
+/// The weaker way, where debug_path cannot be exchanged whole: under debug_path's exclusive lock
+/// (readers holding the shared lock see the previous trace or the new one), each file of `names`
+/// (the JSON files last) takes its name in one step. Where one fails, those placed before are
+/// put back, and tracetorch::Error names the file. A process killed meanwhile leaves some files
+/// new and some old, each whole.
+inline void place_file_by_file(std::unique_ptr<TraceStaging>& staging, const PublishState& state,
+                               const std::vector<std::string>& names, const std::vector<std::string>& json_names) {
+  namespace tp = trace_publish_detail;
+  const DirectoryLock lock(state.target, LockMode::exclusive, kTraceLockTimeout);
+  std::vector<tp::Placed> placed;
+  placed.reserve(names.size());
+  for (const auto& name : names) {
+    const int how = tp::place_file(staging->fd(), lock.fd(), name);
+    if (how < 0) {
+      const std::string cause = std::strerror(errno);
+      const bool restored = tp::restore(staging->fd(), lock.fd(), placed);
+      throw Error("tracetorch: cannot write " + (state.debug_path / name).string() + ": " + cause +
+                  (restored ? "; " + state.debug_path.string() + " holds the previous trace, unchanged"
+                            : "; putting the previous files back failed too: " + state.debug_path.string() +
+                                  " holds some files of the new trace"));
+    }
+    placed.push_back({&name, how == 1});
+  }
+  tp::keep_or_drop_spares(staging, state, json_names);
+}
+
+/// Publishes the trace staged in `staging` (exactly the files of `names`, JSON last) into
+/// debug_path: where it can be replaced whole, in one exchange (publish()), else file by file.
+/// `staging` becomes the spares to keep, or null. tracetorch::Error where it fails, with
+/// debug_path as it was (or, past the exchange, with the new trace whole and the message saying
+/// what is left where).
+inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& state, const std::vector<std::string>& names,
+                          const std::vector<std::string>& json_names) {
+  namespace tp = trace_publish_detail;
+  if (!state.leftovers_removed) {
+    remove_abandoned_inside(state.target, kSparesPrefix);
+    state.leftovers_removed = true;
+  }
+  if (!state.exchange_refused && tp::can_replace_whole(state.target) && staging->directory().move_beside_target()) {
+    try {
+      auto replaced = publish(std::move(staging->directory()), keep_every_entry,
+                              {.lock_timeout = kTraceLockTimeout, .sync_directories = false});
+      if (!replaced) return staging.reset();  // debug_path was removed meanwhile: nothing replaced
+      staging->adopt(std::move(*replaced));
+      return tp::keep_or_drop_spares(staging, state, json_names);
+    } catch (const CannotExchange&) {
+      state.exchange_refused = true;
+      // Links to carried-over entries may be in it now: it must hold the trace's files only.
+      const std::set<std::string_view> wanted(names.begin(), names.end());
+      for (const auto& entry : publish_detail::entries_of(staging->fd())) {
+        if (!wanted.contains(entry)) ::unlinkat(staging->fd(), entry.c_str(), 0);
+      }
+    }
+  }
+  place_file_by_file(staging, state, names, json_names);
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/debugger/trace_publish.hpp ----
 // ---- begin tracetorch/detail/debugger/trace_tree.hpp ----
 /// \file
 /// The nested call tree of one traced forward: built call by call as the modules enter and
@@ -6872,6 +8532,102 @@ class CallTree {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/debugger/trace_tree.hpp ----
+// ---- begin tracetorch/detail/io/staged_file_writer.hpp ----
+/// \file
+/// StagedFileWriter: writes one file of a staging directory through the directory's descriptor,
+/// over the file already there where that is safe (a spare of the previous trace).
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+namespace tracetorch::detail {
+
+/// Writes the file `name` in the directory open at `directory` (a staging directory this process
+/// made and flocked, so no other writer uses its names). Through the descriptor: another
+/// writer's publish may move the directory meanwhile. A file already at `name` is written over
+/// where may_write_over() allows it: its pages in the file cache are reused instead of new ones
+/// allocated, much faster on a VM whose host takes back the memory a deleted file frees
+/// (docs/performance.md). Otherwise it is removed and a new file made (O_EXCL, never through a
+/// symbolic link). Errors name `shown_as`, the file's final path. Destroyed before finish(): the
+/// file is removed.
+class StagedFileWriter {
+ public:
+  StagedFileWriter(int directory, std::string name, std::filesystem::path shown_as)
+      : directory_(directory), name_(std::move(name)), shown_as_(std::move(shown_as)) {
+    const int existing = ::openat(directory_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (existing >= 0) {
+      if (may_write_over(existing) && (file_ = ::fdopen(existing, "wb")) != nullptr) {  // "w" of fdopen does not truncate
+        truncate_at_finish_ = true;
+        return;
+      }
+      ::close(existing);
+    }
+    ::unlinkat(directory_, name_.c_str(), 0);
+    const int fd = ::openat(directory_, name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) fail("cannot create");
+    file_ = ::fdopen(fd, "wb");
+    if (file_ == nullptr) {
+      const int error = errno;
+      ::close(fd);
+      errno = error;
+      fail("cannot create");
+    }
+  }
+  StagedFileWriter(const StagedFileWriter&) = delete;
+  StagedFileWriter& operator=(const StagedFileWriter&) = delete;
+  ~StagedFileWriter() {
+    if (file_ != nullptr) std::fclose(file_);
+    if (!finished_) ::unlinkat(directory_, name_.c_str(), 0);
+  }
+
+  void write(const void* data, std::size_t size) {
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + shown_as_.string() + ": already finished");
+    if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
+  }
+  void write(std::string_view text) { write(text.data(), text.size()); }
+
+  /// Flushes and closes the file, which stays: the caller publishes or removes it.
+  void finish() {
+    if (finished_) return;
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + shown_as_.string() + ": an earlier write failed");
+    // fflush + fclose report a full disk that buffered fwrite calls did not.
+    bool flushed = std::fflush(file_) == 0;
+    // Written over an older file: what it held beyond the new end goes.
+    if (flushed && truncate_at_finish_) flushed = ::ftruncate(::fileno(file_), ::ftello(file_)) == 0;
+    const int saved_errno = errno;
+    const bool closed = std::fclose(file_) == 0;
+    file_ = nullptr;
+    if (!flushed || !closed) {
+      errno = flushed ? errno : saved_errno;
+      fail("cannot write");
+    }
+    finished_ = true;
+  }
+
+ private:
+  [[noreturn]] void fail(const char* what) const {
+    throw Error("tracetorch: " + std::string(what) + " " + shown_as_.string() + ": " + std::strerror(errno));
+  }
+
+  int directory_;
+  std::string name_;
+  std::filesystem::path shown_as_;
+  std::FILE* file_ = nullptr;
+  bool finished_ = false;
+  bool truncate_at_finish_ = false;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/staged_file_writer.hpp ----
 
 namespace tracetorch::detail {
 
@@ -6918,7 +8674,7 @@ inline void prepare_debug_path(const std::filesystem::path& debug_path) {
 /// Writes the JSON text of the tree under `root` in pieces of about 64 KiB: built whole, the
 /// text of a large trace was a fresh multi-megabyte string each forward, and faulting in its
 /// pages cost more than writing it.
-inline void write_json_text(AtomicFileWriter& file, const CallNode& root, bool strip_values) {
+inline void write_json_text(StagedFileWriter& file, const CallNode& root, bool strip_values) {
   constexpr std::size_t kPiece = 64 * 1024;
   std::string text;
   text.reserve(2 * kPiece);
@@ -6934,24 +8690,36 @@ inline void write_json_text(AtomicFileWriter& file, const CallNode& root, bool s
 
 /// The files of one session's traces: `<root name>_debug_tree_{FULL_TENSORS,SUMMARY}.json` and,
 /// with use_repr=false, one `<stem>.safetensors` per tensor. Between begin() and end() it holds
-/// the files a forward has staged, in the forward's arena.
+/// the staging directory of a forward and the files staged there, in the forward's arena.
 class TraceFiles {
  public:
   /// `keep_spares`: the files a trace replaces are kept for the next one to write over
   /// (DebuggerOptions::reuse_previous_files, with use_repr=false).
   TraceFiles(const std::string& root_name, std::filesystem::path debug_path, bool keep_spares)
       : debug_path_(std::move(debug_path)),
-        full_tensors_path_(debug_path_ / (root_name + std::string(trace_format::kFullTensorsSuffix))),
-        summary_path_(debug_path_ / (root_name + std::string(trace_format::kSummarySuffix))),
-        keep_spares_(keep_spares) {}
+        json_names_{root_name + std::string(trace_format::kFullTensorsSuffix), root_name + std::string(trace_format::kSummarySuffix)},
+        full_tensors_path_(debug_path_ / json_names_[0]),
+        summary_path_(debug_path_ / json_names_[1]) {
+    publishing_.debug_path = debug_path_;
+    publishing_.keep_spares = keep_spares;
+  }
 
   const std::filesystem::path& full_tensors_path() const noexcept { return full_tensors_path_; }
   const std::filesystem::path& summary_path() const noexcept { return summary_path_; }
 
-  /// A forward begins: its staged files' bookkeeping goes to `memory`.
+  /// A forward begins: its staged files' bookkeeping goes to `memory`. The staging directory is
+  /// made at the first file, so that a failure to make it fails the forward, not its start.
   void begin(ForwardArena& memory) {
-    if (keep_spares_) borrow_spares();
     staged_.emplace(&memory);
+    written_.emplace(&memory);
+    reused_ = false;
+    set_aside_ = 0;
+    try {
+      publishing_.target = SpareFilesRegistry::key_of(debug_path_);
+      if (publishing_.keep_spares) borrow_spares();
+    } catch (const std::exception&) {
+      publishing_.target.clear();  // out of memory: found again at the first file
+    }
   }
 
   /// The tensor files this forward has written so far.
@@ -6960,18 +8728,18 @@ class TraceFiles {
   /// Writes `tensor` to the file transformers names after `stem`; returns the JSON value.
   std::string write(const torch::Tensor& tensor, const std::string& stem) {
     const std::string file_name = tensor_file_name(stem);
-    const auto path = debug_path_ / file_name;
-    // Written under a temporary name and renamed with the JSON files at the end of the
-    // forward: a forward that fails leaves the files of the previous trace as they were.
-    std::optional<AtomicFileWriter> writer;
-    const auto staged = spares_ ? spares_->claim(file_name) : std::nullopt;
-    if (staged) {
-      writer.emplace(path, *staged, overwrite_existing);
-    } else {
-      writer.emplace(path);
+    const auto shown_as = debug_path_ / file_name;
+    const int directory = staging().fd();
+    set_aside_earlier(file_name);
+    try {
+      StagedFileWriter writer(directory, file_name, shown_as);
+      write_safetensors(writer, shown_as, {{std::string(trace_format::kTensorKey), tensor}}, {});
+      writer.finish();
+    } catch (...) {
+      put_back_earlier(file_name);
+      throw;
     }
-    write_safetensors(*writer, path, {{std::string(trace_format::kTensorKey), tensor}}, {});
-    add_staged(writer->release(), path, staged.has_value());
+    add_staged(file_name);
     return json_value_of(file_name);
   }
 
@@ -6980,14 +8748,16 @@ class TraceFiles {
   std::string link(const torch::Tensor& tensor, const std::string& stem, std::size_t index) {
     if (hard_links_work_) {
       const std::string file_name = tensor_file_name(stem);
-      auto path = debug_path_ / file_name;
-      const auto in_spares = spares_ ? spares_->claim(file_name) : std::nullopt;
-      auto staged = in_spares ? *in_spares : unique_temp_path(path);
-      if (in_spares) ::unlink(staged.c_str());  // the spare of a name that is a link this time
-      if (::link((*staged_)[index].staged.c_str(), staged.c_str()) == 0) {
-        add_staged(staged, path, in_spares.has_value());
+      const int directory = staging().fd();
+      set_aside_earlier(file_name);  // first: the file linked from may be the one of that name
+      char source[kAsideNameSize];
+      const char* from = staged_name((*staged_)[index], source);
+      if (reused_) ::unlinkat(directory, file_name.c_str(), 0);  // the spare of a name that is a link this time
+      if (::linkat(directory, from, directory, file_name.c_str(), 0) == 0) {
+        add_staged(file_name);
         return json_value_of(file_name);
       }
+      put_back_earlier(file_name);
       hard_links_work_ = false;  // EPERM (no hard links on this filesystem), EMLINK, ...
     }
     return write(tensor, stem);
@@ -6995,49 +8765,74 @@ class TraceFiles {
 
   /// Removes the staged files written since the forward had written `count`.
   void discard_from(std::size_t count) noexcept {
-    if (!staged_) return;
+    if (!staged_ || !staging_) return;
     auto& files = *staged_;
-    std::error_code ignored;
-    for (std::size_t i = count; i < files.size(); ++i) std::filesystem::remove(files[i].staged, ignored);
-    if (count < files.size()) files.erase(files.begin() + static_cast<std::ptrdiff_t>(count), files.end());
+    while (files.size() > count) {
+      char aside[kAsideNameSize];
+      ::unlinkat(staging_->fd(), staged_name(files.back(), aside), 0);
+      const bool had_the_name = files.back().aside == 0;
+      const std::pmr::string name = std::move(files.back().name);
+      files.pop_back();
+      if (had_the_name) put_back_earlier(name);
+    }
   }
 
-  /// The forward returned with the tree under `root`: writes both JSON files, then gives every
-  /// file of the trace its name.
+  /// The forward returned with the tree under `root`: writes both JSON files, then publishes
+  /// the trace.
   void commit(const CallNode& root) {
     // Both JSON files are complete on disk before any file of this trace takes its final name,
     // so a full disk leaves the previous trace whole instead of half replaced.
-    AtomicFileWriter full(full_tensors_path_);
-    write_json_text(full, root, false);
-    AtomicFileWriter summary(summary_path_);
-    write_json_text(summary, root, true);
-    if (spares_) spares_->drop_unclaimed();
-    place_staged_files();
-    full.commit();
-    summary.commit();
+    write_json(json_names_[0], root, false);
+    write_json(json_names_[1], root, true);
+    std::vector<std::string> names;
+    names.reserve(staged_->size() + 2);
+    for (const auto& file : *staged_) {
+      if (file.aside == 0) names.emplace_back(file.name);
+    }
+    names.insert(names.end(), json_names_.begin(), json_names_.end());
+    if (reused_ || set_aside_ > 0) keep_only(names);
+    publish_trace(staging_, publishing_, names, json_names_);
   }
 
-  /// The forward is over; `keep_files`: it was committed. Its spares go back to the registry.
+  /// The forward is over; `keep_files`: it was published. The spares go back to the registry.
   void end(bool keep_files) noexcept {
-    if (spares_) {
-      spares_->forget_claims();
-      // A failed forward with no spares to keep (one that would have replaced a first trace)
-      // takes its hidden directory with it: the directory is left as it was.
+    if (staging_ && !keep_files) {
+      for (const auto& name : json_names_) ::unlinkat(staging_->fd(), name.c_str(), 0);
+      // A failed forward keeps the spares it did not write over (where they still are), and
+      // takes a directory it made with it: debug_path is left as it was.
+      if (!reused_ || !staging_->inside(publishing_.target)) staging_.reset();
+    }
+    if (staging_) {
       try {
-        if (keep_files || !spares_->empty()) SpareFilesRegistry::instance().give_back(std::move(spares_));
+        SpareFilesRegistry::instance().give_back(std::move(staging_));
       } catch (const std::exception&) {
       }
-      spares_.reset();  // not given back: removed with its directory
+      staging_.reset();  // not given back: removed
     }
+    written_.reset();
     staged_.reset();
   }
 
  private:
+  /// A staged file: `name` in the staging directory, or, where a later file of this forward took
+  /// that name (two stems that name one file: the later wins, as in Python), `.tracetorch-aside-<aside>`.
   struct StagedFile {
-    std::pmr::string staged;
-    std::pmr::string target;
-    bool in_spares;  // staged in spares_' directory
+    std::pmr::string name;
+    unsigned aside;
   };
+  static constexpr std::size_t kAsideNameSize = 40;
+  /// Looks names up by string_view (no copy).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const noexcept { return std::hash<std::string_view>{}(name); }
+  };
+
+  /// Where `file` is in the staging directory; `buffer` holds the name of a file set aside.
+  static const char* staged_name(const StagedFile& file, char (&buffer)[kAsideNameSize]) noexcept {
+    if (file.aside == 0) return file.name.c_str();
+    std::snprintf(buffer, kAsideNameSize, ".tracetorch-aside-%u", file.aside);
+    return buffer;
+  }
 
   static std::string tensor_file_name(const std::string& stem) {
     return file_name_for(stem) + std::string(trace_format::kTensorFileExtension);
@@ -7047,44 +8842,83 @@ class TraceFiles {
     return std::string(trace_format::kTensorFilePrefix) + file_name;
   }
 
+  /// The forward's staging directory, made at the first need.
+  TraceStaging& staging() {
+    if (!staging_) {
+      if (publishing_.target.empty()) publishing_.target = SpareFilesRegistry::key_of(debug_path_);
+      staging_ = std::make_unique<TraceStaging>(publishing_.target.string(), publishing_.target);
+    }
+    return *staging_;
+  }
+
   void borrow_spares() {
-    // Spares only where this forward replaces a trace: a first trace into a directory makes
-    // no hidden directory there.
-    try {
-      std::error_code ignored;
-      spares_ = SpareFilesRegistry::instance().borrow(debug_path_, std::filesystem::exists(full_tensors_path_, ignored));
-      if (spares_ && !spares_->prepare()) spares_.reset();
-    } catch (const std::exception&) {
-      spares_.reset();  // out of memory: this forward writes new files, as without spares
-    }
+    auto spares = SpareFilesRegistry::instance().borrow(publishing_.target.string());
+    // Spares whose debug_path was removed or moved since are dropped (removed where they are).
+    if (!spares || !spares->inside(publishing_.target)) return;
+    staging_ = std::move(spares);
+    reused_ = true;
   }
 
-  void add_staged(const std::filesystem::path& staged, const std::filesystem::path& target, bool in_spares) {
+  void write_json(const std::string& name, const CallNode& root, bool strip_values) {
+    StagedFileWriter file(staging().fd(), name, debug_path_ / name);
+    write_json_text(file, root, strip_values);
+  }
+
+  void add_staged(const std::string& file_name) {
     const auto memory = staged_->get_allocator().resource();
-    staged_->push_back({std::pmr::string(staged.native(), memory), std::pmr::string(target.native(), memory), in_spares});
+    staged_->push_back({std::pmr::string(file_name, memory), 0});
+    written_->emplace(file_name);
   }
 
-  void place_staged_files() {
-    for (const auto& file : *staged_) {
-      std::error_code ec;
-      const std::filesystem::path staged(file.staged), target(file.target);
-      if (file.in_spares) {
-        spares_->placed(staged.filename().string(), replace_file_keeping_old(staged, target, ec));
-      } else {
-        replace_file(staged, target, ec);
+  /// Where `name` was written before in this forward, that file is renamed aside: its content
+  /// stays for the links made from it, and the name is free for the later file.
+  void set_aside_earlier(const std::string& name) {
+    if (!written_->contains(std::string_view(name))) return;
+    for (auto it = staged_->rbegin(); it != staged_->rend(); ++it) {
+      if (it->aside != 0 || std::string_view(it->name) != name) continue;
+      char aside[kAsideNameSize];
+      const unsigned number = ++set_aside_;
+      std::snprintf(aside, sizeof aside, ".tracetorch-aside-%u", number);
+      if (::renameat(staging_->fd(), name.c_str(), staging_->fd(), aside) != 0) {
+        throw Error("tracetorch: cannot write " + (debug_path_ / name).string() + ": " + std::strerror(errno));
       }
-      if (ec) throw Error("tracetorch: cannot write " + target.string() + ": " + ec.message());
+      it->aside = number;
+      return;
     }
-    staged_->clear();  // renamed: nothing left to remove
+  }
+
+  /// Undoes set_aside_earlier where the later file of `name` is gone.
+  void put_back_earlier(std::string_view name) noexcept {
+    if (set_aside_ == 0 || !staged_) return;
+    for (auto it = staged_->rbegin(); it != staged_->rend(); ++it) {
+      if (std::string_view(it->name) != name) continue;
+      if (it->aside == 0) return;  // the name is held
+      char aside[kAsideNameSize];
+      if (::renameat(staging_->fd(), staged_name(*it, aside), staging_->fd(), it->name.c_str()) == 0) it->aside = 0;
+      return;
+    }
+  }
+
+  /// Removes from the staging directory whatever is not one of `names`: spares this forward did
+  /// not write over, files set aside. It then holds exactly the new trace.
+  void keep_only(const std::vector<std::string>& names) {
+    const std::set<std::string_view> wanted(names.begin(), names.end());
+    for (const auto& entry : publish_detail::entries_of(staging_->fd())) {
+      if (!wanted.contains(entry)) ::unlinkat(staging_->fd(), entry.c_str(), 0);
+    }
   }
 
   std::filesystem::path debug_path_;
+  std::vector<std::string> json_names_;  // FULL_TENSORS, SUMMARY
   std::filesystem::path full_tensors_path_;
   std::filesystem::path summary_path_;
-  bool keep_spares_;
+  PublishState publishing_;
   bool hard_links_work_ = true;
-  std::unique_ptr<SpareFiles> spares_;  // lent for one forward, with keep_spares_
+  bool reused_ = false;      // staging_ holds the spares of an earlier trace
+  unsigned set_aside_ = 0;   // files set aside in this forward
+  std::unique_ptr<TraceStaging> staging_;  // between begin() and end(), once made or borrowed
   std::optional<std::pmr::vector<StagedFile>> staged_;  // between begin() and end()
+  std::optional<std::pmr::unordered_set<std::pmr::string, NameHash, std::equal_to<>>> written_;  // the names staged_ ever held
 };
 
 }  // namespace tracetorch::detail
@@ -7396,7 +9230,10 @@ namespace tracetorch {
 /// \endcode
 struct DebuggerOptions {
   /// Where the JSON files (and, without use_repr, the .safetensors files) go; created if
-  /// missing. Empty: the current directory.
+  /// missing. Empty: the current directory. Each trace replaces the previous one whole, in one
+  /// step, even if the process is killed (docs/reliability.md); in the process's working
+  /// directory (the default), a mount point or on a filesystem without RENAME_EXCHANGE, file by
+  /// file, each file whole.
   std::filesystem::path debug_path;
   /// Keep only the first and last of each run of numbered layer blocks (`layers.0` ... `layers.N`).
   bool do_prune_layers = true;
@@ -7412,7 +9249,7 @@ struct DebuggerOptions {
   /// computes every record and writes every file on its own.
   bool reuse_repeated_tensors = true;
   /// With use_repr=false: the files a trace replaces are kept, in a hidden directory of
-  /// debug_path (`.tracetorch-spares-<pid>-<n>`) removed when the process exits, and the next
+  /// debug_path (`.tracetorch-spares-<pid>-<16 hex>`) removed when the process exits, and the next
   /// trace into debug_path from this process writes over them instead of into new files: much
   /// faster on a VM that hands freed memory back to its host (docs/performance.md). Costs disk:
   /// up to a second copy of the trace while the process runs. A spare that another process has
@@ -7570,18 +9407,65 @@ inline void run_debug_io(torch::nn::Module& root, std::string_view root_name, co
 ///
 /// A misspelled keyword does not compile: the compiler reports that the braced list cannot
 /// convert to `const DecoderLayerKeywords&` (compile_fail/keyword_misspelled.cpp).
+///
+/// How the fields are visited (a Keyword only when passed) is detail/module/keyword_fields.hpp.
 
 #include <boost/pfr/core.hpp>
 #include <boost/preprocessor/seq/for_each.hpp>
-#include <boost/preprocessor/stringize.hpp>
 #include <boost/preprocessor/variadic/size.hpp>
 #include <boost/preprocessor/variadic/to_seq.hpp>
 
 #include <cstddef>
 #include <optional>
-#include <string_view>
 #include <type_traits>
 #include <utility>
+
+// ---- begin tracetorch/detail/module/keyword_fields.hpp ----
+/// \file
+/// How a keyword struct's fields are visited (tracetorch/keywords.hpp's TRACETORCH_KEYWORDS): a
+/// Keyword only when the caller passed it, None as `nullptr`, an optional only when engaged.
+
+#include <boost/preprocessor/stringize.hpp>
+
+#include <string_view>
+
+namespace tracetorch {
+
+template <class T>
+class Keyword;  // tracetorch/keywords.hpp
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_keyword_v = false;
+template <class T>
+inline constexpr bool is_keyword_v<Keyword<T>> = true;
+
+/// Calls `visit(name, value)` for a field that counts as passed: a Keyword the caller passed (None
+/// as `nullptr`), an engaged optional, or any other field.
+template <class Visit, class Field>
+void visit_keyword_field(Visit& visit, std::string_view name, const Field& field) {
+  if constexpr (is_keyword_v<Field>) {
+    if (!field.passed()) return;
+    if (field.is_none()) {
+      visit(name, nullptr);
+    } else {
+      visit(name, field.value());
+    }
+  } else if constexpr (requires { field.has_value(); typename Field::value_type; }) {
+    if (field.has_value()) visit(name, *field);
+  } else {
+    visit(name, field);
+  }
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+
+/// One field of TRACETORCH_KEYWORDS, for BOOST_PP_SEQ_FOR_EACH.
+#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field) \
+  ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field);
+// ---- end tracetorch/detail/module/keyword_fields.hpp ----
 
 namespace tracetorch {
 
@@ -7667,36 +9551,7 @@ class Keyword {
   bool has_value_ = false;
 };
 
-namespace detail {
-
-template <class T>
-inline constexpr bool is_keyword_v = false;
-template <class T>
-inline constexpr bool is_keyword_v<Keyword<T>> = true;
-
-/// Calls `visit(name, value)` for a field that counts as passed: a Keyword the caller passed (None
-/// as `nullptr`), an engaged optional, or any other field.
-template <class Visit, class Field>
-void visit_keyword_field(Visit& visit, std::string_view name, const Field& field) {
-  if constexpr (is_keyword_v<Field>) {
-    if (!field.passed()) return;
-    if (field.is_none()) {
-      visit(name, nullptr);
-    } else {
-      visit(name, field.value());
-    }
-  } else if constexpr (requires { field.has_value(); typename Field::value_type; }) {
-    if (field.has_value()) visit(name, *field);
-  } else {
-    visit(name, field);
-  }
-}
-
-}  // namespace detail
 }  // namespace tracetorch
-
-#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field) \
-  ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field);
 
 /// Declares a keyword struct's fields, in declaration order, after the struct (in its namespace):
 /// a trace then shows the struct, passed to a forward, as Python keyword arguments.
@@ -7736,6 +9591,9 @@ void visit_keyword_field(Visit& visit, std::string_view name, const Field& field
 /// `gelu_accurate` and `gelu_pytorch_tanh` (LibTorch's tanh-approximate GELU kernel) are the same
 /// function in exact arithmetic and differ by up to 2.4e-7 in float32, enough to change a printed
 /// tensor's last digit.
+///
+/// The module shapes the classes are made from (one formula; kernel or written-out formula) are
+/// detail/nn/activation_modules.hpp.
 
 #include <torch/torch.h>
 
@@ -7746,6 +9604,55 @@ void visit_keyword_field(Visit& visit, std::string_view name, const Field& field
 #include <string_view>
 #include <vector>
 
+// ---- begin tracetorch/detail/nn/activation_modules.hpp ----
+/// \file
+/// The shapes the activation classes of tracetorch/nn/activations.hpp are made from: a
+/// parameterless module over one formula, one that picks LibTorch's kernel or upstream's written-out
+/// formula, the kernels themselves, and an entry of ACT2CLS.
+
+#include <torch/torch.h>
+
+#include <ostream>
+#include <string_view>
+
+
+namespace tracetorch::nn::detail {
+
+/// A parameterless activation module: `forward` applies `Formula`, `pretty_print` shows the
+/// Python repr `Name()` (transformers' activations have no extra_repr).
+template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Formula)(const torch::Tensor&)>
+struct FormulaActivation : torch::nn::Cloneable<Derived> {
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return Formula(input); }
+  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
+};
+
+/// LibTorch's kernel, or upstream's formula written out when the Python flag (`use_gelu_python`,
+/// `use_gelu_tanh_python`) asks for it.
+template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Kernel)(const torch::Tensor&),
+          torch::Tensor (*WrittenOut)(const torch::Tensor&)>
+struct KernelOrFormulaActivation : torch::nn::Cloneable<Derived> {
+  explicit KernelOrFormulaActivation(bool written_out) : written_out(written_out) {}
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& input) { return written_out ? WrittenOut(input) : Kernel(input); }
+  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
+  bool written_out;
+};
+
+inline torch::Tensor identity(const torch::Tensor& input) { return input; }
+inline torch::Tensor plain_gelu(const torch::Tensor& input) { return torch::gelu(input); }
+inline torch::Tensor tanh_gelu(const torch::Tensor& input) { return torch::gelu(input, "tanh"); }
+inline torch::Tensor silu(const torch::Tensor& input) { return torch::silu(input); }
+inline torch::Tensor mish(const torch::Tensor& input) { return torch::mish(input); }
+
+/// One name of transformers' ACT2CLS and how to make its module.
+struct ActivationEntry {
+  std::string_view name;
+  torch::nn::AnyModule (*make)();
+};
+
+}  // namespace tracetorch::nn::detail
+// ---- end tracetorch/detail/nn/activation_modules.hpp ----
 // ---- begin tracetorch/nn/layers.hpp ----
 /// \file
 /// Traced forms of the LibTorch layers models are built from. Each is the LibTorch module with
@@ -7845,36 +9752,6 @@ inline torch::Tensor relu2(const torch::Tensor& input) { return torch::square(to
 }  // namespace tracetorch::nn::functional
 
 namespace tracetorch::nn {
-namespace detail {
-
-/// A parameterless activation module: `forward` applies `Formula`, `pretty_print` shows the
-/// Python repr `Name()` (transformers' activations have no extra_repr).
-template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Formula)(const torch::Tensor&)>
-struct FormulaActivation : torch::nn::Cloneable<Derived> {
-  void reset() override {}
-  torch::Tensor forward(const torch::Tensor& input) { return Formula(input); }
-  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
-};
-
-/// LibTorch's kernel, or upstream's formula written out when the Python flag (`use_gelu_python`,
-/// `use_gelu_tanh_python`) asks for it.
-template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Kernel)(const torch::Tensor&),
-          torch::Tensor (*WrittenOut)(const torch::Tensor&)>
-struct KernelOrFormulaActivation : torch::nn::Cloneable<Derived> {
-  explicit KernelOrFormulaActivation(bool written_out) : written_out(written_out) {}
-  void reset() override {}
-  torch::Tensor forward(const torch::Tensor& input) { return written_out ? WrittenOut(input) : Kernel(input); }
-  void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
-  bool written_out;
-};
-
-inline torch::Tensor identity(const torch::Tensor& input) { return input; }
-inline torch::Tensor plain_gelu(const torch::Tensor& input) { return torch::gelu(input); }
-inline torch::Tensor tanh_gelu(const torch::Tensor& input) { return torch::gelu(input, "tanh"); }
-inline torch::Tensor silu(const torch::Tensor& input) { return torch::silu(input); }
-inline torch::Tensor mish(const torch::Tensor& input) { return torch::mish(input); }
-
-}  // namespace detail
 
 // One Impl per Python class; the traced holder carries the Python class name.
 #define TRACETORCH_DETAIL_FORMULA_ACTIVATION(Name, formula)                  \
@@ -7942,11 +9819,6 @@ struct ClippedGELUActivationImpl : torch::nn::Cloneable<ClippedGELUActivationImp
 TRACETORCH_TRACEABLE_IMPL(ClippedGELUActivation, ClippedGELUActivationImpl);
 
 namespace detail {
-
-struct ActivationEntry {
-  std::string_view name;
-  torch::nn::AnyModule (*make)();
-};
 
 /// transformers' ACT2CLS, in its order. Left out: `prelu` is PyTorch's PReLU (use
 /// tracetorch::nn::PReLU), `xielu` has bfloat16 parameters and an optional CUDA kernel.
