@@ -57,13 +57,14 @@ struct DebuggerOptions {
   /// where the filesystem has no hard links). The trace reads the same either way; false
   /// computes every record and writes every file on its own.
   bool reuse_repeated_tensors = true;
-  /// With use_repr=false: the files a trace replaces are kept, in a hidden directory of
-  /// debug_path (`.tracetorch-spares-<pid>-<16 hex>`) removed when the process exits, and the next
-  /// trace into debug_path from this process writes over them instead of into new files: much
-  /// faster on a VM that hands freed memory back to its host (docs/performance.md). Costs disk:
-  /// up to a second copy of the trace while the process runs. A spare that another process has
-  /// open or mapped, or that has another link, is never written over. false: the replaced files
-  /// are deleted.
+  /// The files a trace replaces (with use_repr=false its tensor files, with use_repr=true its
+  /// two JSON files) are kept, in a hidden directory of debug_path
+  /// (`.tracetorch-spares-<pid>-<16 hex>`, where the next trace is staged) removed when the
+  /// process exits, and the next trace into debug_path from this process writes over them
+  /// instead of into new files: much faster on a VM that hands freed memory back to its host
+  /// (docs/performance.md). Costs disk: up to a second copy of the trace while the process runs.
+  /// A spare that another process has open or mapped, or that has another link, is never
+  /// written over. false: the replaced files are deleted.
   bool reuse_previous_files = true;
 };
 

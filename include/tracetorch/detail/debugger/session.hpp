@@ -54,7 +54,7 @@ class DebuggerSession final : public CallObserver {
   DebuggerSession(std::string root_name, const SessionOptions& options)
       : root_name_(std::move(root_name)),
         prune_layers_(options.do_prune_layers),
-        files_(root_name_, options.debug_path, !options.use_repr && options.reuse_previous_files),
+        files_(root_name_, options.debug_path, options.reuse_previous_files, options.use_repr),
         records_(options.use_repr, options.reuse_repeated_tensors, files_, arena_) {}
 
   // CallObserver

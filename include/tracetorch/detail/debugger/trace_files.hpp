@@ -101,14 +101,16 @@ inline void write_json_text(StagedFileWriter& file, const CallNode& root, bool s
 class TraceFiles {
  public:
   /// `keep_spares`: the files a trace replaces are kept for the next one to write over
-  /// (DebuggerOptions::reuse_previous_files, with use_repr=false).
-  TraceFiles(const std::string& root_name, std::filesystem::path debug_path, bool keep_spares)
+  /// (DebuggerOptions::reuse_previous_files): with `use_repr`, the JSON files; without it, the
+  /// tensor files (the JSON files of such a trace are small next to them).
+  TraceFiles(const std::string& root_name, std::filesystem::path debug_path, bool keep_spares, bool use_repr)
       : debug_path_(std::move(debug_path)),
         json_names_{root_name + std::string(trace_format::kFullTensorsSuffix), root_name + std::string(trace_format::kSummarySuffix)},
         full_tensors_path_(debug_path_ / json_names_[0]),
         summary_path_(debug_path_ / json_names_[1]) {
     publishing_.debug_path = debug_path_;
     publishing_.keep_spares = keep_spares;
+    if (!use_repr) publishing_.not_spares = json_names_;
   }
 
   const std::filesystem::path& full_tensors_path() const noexcept { return full_tensors_path_; }
@@ -198,7 +200,7 @@ class TraceFiles {
     }
     names.insert(names.end(), json_names_.begin(), json_names_.end());
     if (reused_ || set_aside_ > 0) keep_only(names);
-    publish_trace(staging_, publishing_, names, json_names_);
+    publish_trace(staging_, publishing_, names);
   }
 
   /// The forward is over; `keep_files`: it was published. The spares go back to the registry.

@@ -33,7 +33,8 @@ inline constexpr std::chrono::milliseconds kTraceLockTimeout{10 * 60 * 1000};
 struct PublishState {
   std::filesystem::path debug_path;  // as the user named it (messages)
   std::filesystem::path target;      // its canonical form (a symbolic link to a directory: that directory)
-  bool keep_spares = false;          // reuse_previous_files with use_repr=false
+  bool keep_spares = false;          // reuse_previous_files
+  std::vector<std::string> not_spares;  // replaced files never kept (the JSON files with use_repr=false)
   bool exchange_refused = false;     // the filesystem refused RENAME_EXCHANGE: file by file from now on
   bool leftovers_removed = false;    // abandoned staging directories inside debug_path removed once
 };
@@ -60,10 +61,8 @@ inline bool is_empty(int fd) { return publish_detail::entries_of(fd).empty(); }
 
 /// After a trace took its place: `staging` holds what it replaced. Kept as spares (inside
 /// debug_path, under its own name) where asked and there is something to keep; else removed.
-/// The replaced JSON files are never kept: they are rewritten whole at each trace.
-inline void keep_or_drop_spares(std::unique_ptr<TraceStaging>& staging, const PublishState& state,
-                                const std::vector<std::string>& json_names) {
-  remove_names(staging->fd(), json_names);
+inline void keep_or_drop_spares(std::unique_ptr<TraceStaging>& staging, const PublishState& state) {
+  remove_names(staging->fd(), state.not_spares);
   if (!state.keep_spares || is_empty(staging->fd())) return staging.reset();
   if (staging->inside(state.target)) return;
   if (injected_fault("move in") || !staging->directory().move_to(state.target / staging->name())) staging.reset();
@@ -109,7 +108,7 @@ inline int place_file(int staging, int tree, const std::string& name) {
 /// put back, and tracetorch::Error names the file. A process killed meanwhile leaves some files
 /// new and some old, each whole.
 inline void place_file_by_file(std::unique_ptr<TraceStaging>& staging, const PublishState& state,
-                               const std::vector<std::string>& names, const std::vector<std::string>& json_names) {
+                               const std::vector<std::string>& names) {
   namespace tp = trace_publish_detail;
   const DirectoryLock lock(state.target, LockMode::exclusive, kTraceLockTimeout);
   std::vector<tp::Placed> placed;
@@ -126,7 +125,7 @@ inline void place_file_by_file(std::unique_ptr<TraceStaging>& staging, const Pub
     }
     placed.push_back({&name, how == 1});
   }
-  tp::keep_or_drop_spares(staging, state, json_names);
+  tp::keep_or_drop_spares(staging, state);
 }
 
 /// Publishes the trace staged in `staging` (exactly the files of `names`, JSON last) into
@@ -134,8 +133,7 @@ inline void place_file_by_file(std::unique_ptr<TraceStaging>& staging, const Pub
 /// `staging` becomes the spares to keep, or null. tracetorch::Error where it fails, with
 /// debug_path as it was (or, past the exchange, with the new trace whole and the message saying
 /// what is left where).
-inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& state, const std::vector<std::string>& names,
-                          const std::vector<std::string>& json_names) {
+inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& state, const std::vector<std::string>& names) {
   namespace tp = trace_publish_detail;
   if (!state.leftovers_removed) {
     remove_abandoned_inside(state.target, kSparesPrefix);
@@ -147,7 +145,7 @@ inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& 
                               {.lock_timeout = kTraceLockTimeout, .sync_directories = false});
       if (!replaced) return staging.reset();  // debug_path was removed meanwhile: nothing replaced
       staging->adopt(std::move(*replaced));
-      return tp::keep_or_drop_spares(staging, state, json_names);
+      return tp::keep_or_drop_spares(staging, state);
     } catch (const CannotExchange&) {
       state.exchange_refused = true;
       // Links to carried-over entries may be in it now: it must hold the trace's files only.
@@ -157,7 +155,7 @@ inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& 
       }
     }
   }
-  place_file_by_file(staging, state, names, json_names);
+  place_file_by_file(staging, state, names);
 }
 
 }  // namespace tracetorch::detail
