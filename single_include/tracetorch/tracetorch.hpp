@@ -3454,6 +3454,79 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
 #include <sys/stat.h>  // lstat
 #include <unistd.h>
 
+// ---- begin tracetorch/detail/io/checked_file.hpp ----
+/// \file
+/// CheckedFile: the writing end shared by AtomicFileWriter and StagedFileWriter. Every failure
+/// throws tracetorch::Error naming the file as the user knows it and the cause.
+
+#include <unistd.h>  // ftruncate
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+
+namespace tracetorch::detail {
+
+/// Owns a FILE* open for writing. Errors name `shown_as` (a final path, not a temporary name).
+class CheckedFile {
+ public:
+  explicit CheckedFile(std::filesystem::path shown_as) : shown_as_(std::move(shown_as)) {}
+  CheckedFile(const CheckedFile&) = delete;
+  CheckedFile& operator=(const CheckedFile&) = delete;
+  ~CheckedFile() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+
+  /// Takes ownership of `file`, or fails with "cannot create" (and errno's cause) when it is null.
+  void adopt(std::FILE* file) {
+    file_ = file;
+    if (file_ == nullptr) fail("cannot create");
+  }
+
+  void write(const void* data, std::size_t size) {
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + shown_as_.string() + ": already finished");
+    if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
+  }
+  void write(std::string_view text) { write(text.data(), text.size()); }
+
+  /// Flushes and closes the file; `cut_at_end`: the file was written over an older one, whose
+  /// bytes beyond the new end go. Returns at once when already closed.
+  void close(bool cut_at_end = false) {
+    if (closed_) return;
+    if (file_ == nullptr) throw Error("tracetorch: cannot write " + shown_as_.string() + ": an earlier write failed");
+    // fflush + fclose report a full disk that buffered fwrite calls did not.
+    bool flushed = std::fflush(file_) == 0;
+    if (flushed && cut_at_end) flushed = ::ftruncate(::fileno(file_), ::ftello(file_)) == 0;
+    const int saved_errno = errno;
+    const bool closed = std::fclose(file_) == 0;
+    file_ = nullptr;
+    if (!flushed || !closed) {
+      errno = flushed ? errno : saved_errno;
+      fail("cannot write");
+    }
+    closed_ = true;
+  }
+
+  bool closed() const { return closed_; }
+  const std::filesystem::path& shown_as() const { return shown_as_; }
+
+  [[noreturn]] void fail(const char* what) const {
+    throw Error("tracetorch: " + std::string(what) + " " + shown_as_.string() + ": " + std::strerror(errno));
+  }
+
+ private:
+  std::filesystem::path shown_as_;
+  std::FILE* file_ = nullptr;
+  bool closed_ = false;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/checked_file.hpp ----
 // ---- begin tracetorch/detail/io/staged_directory.hpp ----
 /// \file
 /// StagedDirectory: the fresh, flocked sibling of a target that a trace is written into before
@@ -3903,43 +3976,27 @@ inline bool may_write_over(int fd) noexcept {
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path target)
-      : target_(std::move(target)), temp_(unique_temp_path(target_)) {
+      : target_(std::move(target)), temp_(unique_temp_path(target_)), file_(target_) {
     // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name;
     // a name taken (by a leftover, against the odds of its random part) gets another one.
-    for (int attempt = 0; attempt < 8 && (file_ = std::fopen(temp_.c_str(), "wbx")) == nullptr && errno == EEXIST; ++attempt) {
+    std::FILE* opened = nullptr;
+    for (int attempt = 0; attempt < 8 && (opened = std::fopen(temp_.c_str(), "wbx")) == nullptr && errno == EEXIST; ++attempt) {
       temp_ = unique_temp_path(target_);
     }
-    if (file_ == nullptr) fail("cannot create");
+    file_.adopt(opened);
   }
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
   ~AtomicFileWriter() {
-    if (file_ != nullptr) std::fclose(file_);
     if (!committed_) std::remove(temp_.c_str());
   }
 
-  void write(const void* data, std::size_t size) {
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": already finished");
-    if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
-  }
-  void write(std::string_view text) { write(text.data(), text.size()); }
+  void write(const void* data, std::size_t size) { file_.write(data, size); }
+  void write(std::string_view text) { file_.write(text); }
 
   /// Flushes and closes the temporary file: after this, only the rename of commit() is left,
   /// so writers of files that belong together can all finish() before any of them commits.
-  void finish() {
-    if (finished_) return;
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": an earlier write failed");
-    // fflush + fclose report a full disk that buffered fwrite calls did not.
-    bool flushed = std::fflush(file_) == 0;
-    const int saved_errno = errno;
-    const bool closed = std::fclose(file_) == 0;
-    file_ = nullptr;
-    if (!flushed || !closed) {
-      errno = flushed ? errno : saved_errno;
-      fail("cannot write");
-    }
-    finished_ = true;
-  }
+  void finish() { file_.close(); }
 
   void commit() {
     finish();
@@ -3950,14 +4007,9 @@ class AtomicFileWriter {
   }
 
  private:
-  [[noreturn]] void fail(const char* what) const {
-    throw Error("tracetorch: " + std::string(what) + " " + target_.string() + ": " + std::strerror(errno));
-  }
-
   std::filesystem::path target_;
   std::filesystem::path temp_;
-  std::FILE* file_ = nullptr;
-  bool finished_ = false;
+  CheckedFile file_;
   bool committed_ = false;
 };
 
@@ -8114,7 +8166,8 @@ inline constexpr std::chrono::milliseconds kTraceLockTimeout{10 * 60 * 1000};
 struct PublishState {
   std::filesystem::path debug_path;  // as the user named it (messages)
   std::filesystem::path target;      // its canonical form (a symbolic link to a directory: that directory)
-  bool keep_spares = false;          // reuse_previous_files with use_repr=false
+  bool keep_spares = false;          // reuse_previous_files
+  std::vector<std::string> not_spares;  // replaced files never kept (the JSON files with use_repr=false)
   bool exchange_refused = false;     // the filesystem refused RENAME_EXCHANGE: file by file from now on
   bool leftovers_removed = false;    // abandoned staging directories inside debug_path removed once
 };
@@ -8141,10 +8194,8 @@ inline bool is_empty(int fd) { return publish_detail::entries_of(fd).empty(); }
 
 /// After a trace took its place: `staging` holds what it replaced. Kept as spares (inside
 /// debug_path, under its own name) where asked and there is something to keep; else removed.
-/// The replaced JSON files are never kept: they are rewritten whole at each trace.
-inline void keep_or_drop_spares(std::unique_ptr<TraceStaging>& staging, const PublishState& state,
-                                const std::vector<std::string>& json_names) {
-  remove_names(staging->fd(), json_names);
+inline void keep_or_drop_spares(std::unique_ptr<TraceStaging>& staging, const PublishState& state) {
+  remove_names(staging->fd(), state.not_spares);
   if (!state.keep_spares || is_empty(staging->fd())) return staging.reset();
   if (staging->inside(state.target)) return;
   if (injected_fault("move in") || !staging->directory().move_to(state.target / staging->name())) staging.reset();
@@ -8190,7 +8241,7 @@ inline int place_file(int staging, int tree, const std::string& name) {
 /// put back, and tracetorch::Error names the file. A process killed meanwhile leaves some files
 /// new and some old, each whole.
 inline void place_file_by_file(std::unique_ptr<TraceStaging>& staging, const PublishState& state,
-                               const std::vector<std::string>& names, const std::vector<std::string>& json_names) {
+                               const std::vector<std::string>& names) {
   namespace tp = trace_publish_detail;
   const DirectoryLock lock(state.target, LockMode::exclusive, kTraceLockTimeout);
   std::vector<tp::Placed> placed;
@@ -8207,7 +8258,7 @@ inline void place_file_by_file(std::unique_ptr<TraceStaging>& staging, const Pub
     }
     placed.push_back({&name, how == 1});
   }
-  tp::keep_or_drop_spares(staging, state, json_names);
+  tp::keep_or_drop_spares(staging, state);
 }
 
 /// Publishes the trace staged in `staging` (exactly the files of `names`, JSON last) into
@@ -8215,8 +8266,7 @@ inline void place_file_by_file(std::unique_ptr<TraceStaging>& staging, const Pub
 /// `staging` becomes the spares to keep, or null. tracetorch::Error where it fails, with
 /// debug_path as it was (or, past the exchange, with the new trace whole and the message saying
 /// what is left where).
-inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& state, const std::vector<std::string>& names,
-                          const std::vector<std::string>& json_names) {
+inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& state, const std::vector<std::string>& names) {
   namespace tp = trace_publish_detail;
   if (!state.leftovers_removed) {
     remove_abandoned_inside(state.target, kSparesPrefix);
@@ -8228,7 +8278,7 @@ inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& 
                               {.lock_timeout = kTraceLockTimeout, .sync_directories = false});
       if (!replaced) return staging.reset();  // debug_path was removed meanwhile: nothing replaced
       staging->adopt(std::move(*replaced));
-      return tp::keep_or_drop_spares(staging, state, json_names);
+      return tp::keep_or_drop_spares(staging, state);
     } catch (const CannotExchange&) {
       state.exchange_refused = true;
       // Links to carried-over entries may be in it now: it must hold the trace's files only.
@@ -8238,7 +8288,7 @@ inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& 
       }
     }
   }
-  place_file_by_file(staging, state, names, json_names);
+  place_file_by_file(staging, state, names);
 }
 
 }  // namespace tracetorch::detail
@@ -8562,68 +8612,46 @@ namespace tracetorch::detail {
 class StagedFileWriter {
  public:
   StagedFileWriter(int directory, std::string name, std::filesystem::path shown_as)
-      : directory_(directory), name_(std::move(name)), shown_as_(std::move(shown_as)) {
+      : directory_(directory), name_(std::move(name)), file_(std::move(shown_as)) {
     const int existing = ::openat(directory_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     if (existing >= 0) {
-      if (may_write_over(existing) && (file_ = ::fdopen(existing, "wb")) != nullptr) {  // "w" of fdopen does not truncate
-        truncate_at_finish_ = true;
+      std::FILE* over = may_write_over(existing) ? ::fdopen(existing, "wb") : nullptr;  // "w" of fdopen does not truncate
+      if (over != nullptr) {
+        file_.adopt(over);
+        written_over_ = true;
         return;
       }
       ::close(existing);
     }
     ::unlinkat(directory_, name_.c_str(), 0);
     const int fd = ::openat(directory_, name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) fail("cannot create");
-    file_ = ::fdopen(fd, "wb");
-    if (file_ == nullptr) {
+    if (fd < 0) file_.fail("cannot create");
+    std::FILE* created = ::fdopen(fd, "wb");
+    if (created == nullptr) {
       const int error = errno;
       ::close(fd);
       errno = error;
-      fail("cannot create");
     }
+    file_.adopt(created);
   }
   StagedFileWriter(const StagedFileWriter&) = delete;
   StagedFileWriter& operator=(const StagedFileWriter&) = delete;
   ~StagedFileWriter() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!finished_) ::unlinkat(directory_, name_.c_str(), 0);
+    if (!file_.closed()) ::unlinkat(directory_, name_.c_str(), 0);
   }
 
-  void write(const void* data, std::size_t size) {
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + shown_as_.string() + ": already finished");
-    if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
-  }
-  void write(std::string_view text) { write(text.data(), text.size()); }
+  void write(const void* data, std::size_t size) { file_.write(data, size); }
+  void write(std::string_view text) { file_.write(text); }
 
-  /// Flushes and closes the file, which stays: the caller publishes or removes it.
-  void finish() {
-    if (finished_) return;
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + shown_as_.string() + ": an earlier write failed");
-    // fflush + fclose report a full disk that buffered fwrite calls did not.
-    bool flushed = std::fflush(file_) == 0;
-    // Written over an older file: what it held beyond the new end goes.
-    if (flushed && truncate_at_finish_) flushed = ::ftruncate(::fileno(file_), ::ftello(file_)) == 0;
-    const int saved_errno = errno;
-    const bool closed = std::fclose(file_) == 0;
-    file_ = nullptr;
-    if (!flushed || !closed) {
-      errno = flushed ? errno : saved_errno;
-      fail("cannot write");
-    }
-    finished_ = true;
-  }
+  /// Flushes and closes the file, which stays: the caller publishes or removes it. Written over
+  /// an older file: what it held beyond the new end goes.
+  void finish() { file_.close(written_over_); }
 
  private:
-  [[noreturn]] void fail(const char* what) const {
-    throw Error("tracetorch: " + std::string(what) + " " + shown_as_.string() + ": " + std::strerror(errno));
-  }
-
   int directory_;
   std::string name_;
-  std::filesystem::path shown_as_;
-  std::FILE* file_ = nullptr;
-  bool finished_ = false;
-  bool truncate_at_finish_ = false;
+  CheckedFile file_;
+  bool written_over_ = false;
 };
 
 }  // namespace tracetorch::detail
@@ -8694,14 +8722,16 @@ inline void write_json_text(StagedFileWriter& file, const CallNode& root, bool s
 class TraceFiles {
  public:
   /// `keep_spares`: the files a trace replaces are kept for the next one to write over
-  /// (DebuggerOptions::reuse_previous_files, with use_repr=false).
-  TraceFiles(const std::string& root_name, std::filesystem::path debug_path, bool keep_spares)
+  /// (DebuggerOptions::reuse_previous_files): with `use_repr`, the JSON files; without it, the
+  /// tensor files (the JSON files of such a trace are small next to them).
+  TraceFiles(const std::string& root_name, std::filesystem::path debug_path, bool keep_spares, bool use_repr)
       : debug_path_(std::move(debug_path)),
         json_names_{root_name + std::string(trace_format::kFullTensorsSuffix), root_name + std::string(trace_format::kSummarySuffix)},
         full_tensors_path_(debug_path_ / json_names_[0]),
         summary_path_(debug_path_ / json_names_[1]) {
     publishing_.debug_path = debug_path_;
     publishing_.keep_spares = keep_spares;
+    if (!use_repr) publishing_.not_spares = json_names_;
   }
 
   const std::filesystem::path& full_tensors_path() const noexcept { return full_tensors_path_; }
@@ -8791,7 +8821,7 @@ class TraceFiles {
     }
     names.insert(names.end(), json_names_.begin(), json_names_.end());
     if (reused_ || set_aside_ > 0) keep_only(names);
-    publish_trace(staging_, publishing_, names, json_names_);
+    publish_trace(staging_, publishing_, names);
   }
 
   /// The forward is over; `keep_files`: it was published. The spares go back to the registry.
@@ -9046,7 +9076,7 @@ class DebuggerSession final : public CallObserver {
   DebuggerSession(std::string root_name, const SessionOptions& options)
       : root_name_(std::move(root_name)),
         prune_layers_(options.do_prune_layers),
-        files_(root_name_, options.debug_path, !options.use_repr && options.reuse_previous_files),
+        files_(root_name_, options.debug_path, options.reuse_previous_files, options.use_repr),
         records_(options.use_repr, options.reuse_repeated_tensors, files_, arena_) {}
 
   // CallObserver
@@ -9248,13 +9278,14 @@ struct DebuggerOptions {
   /// where the filesystem has no hard links). The trace reads the same either way; false
   /// computes every record and writes every file on its own.
   bool reuse_repeated_tensors = true;
-  /// With use_repr=false: the files a trace replaces are kept, in a hidden directory of
-  /// debug_path (`.tracetorch-spares-<pid>-<16 hex>`) removed when the process exits, and the next
-  /// trace into debug_path from this process writes over them instead of into new files: much
-  /// faster on a VM that hands freed memory back to its host (docs/performance.md). Costs disk:
-  /// up to a second copy of the trace while the process runs. A spare that another process has
-  /// open or mapped, or that has another link, is never written over. false: the replaced files
-  /// are deleted.
+  /// The files a trace replaces (with use_repr=false its tensor files, with use_repr=true its
+  /// two JSON files) are kept, in a hidden directory of debug_path
+  /// (`.tracetorch-spares-<pid>-<16 hex>`, where the next trace is staged) removed when the
+  /// process exits, and the next trace into debug_path from this process writes over them
+  /// instead of into new files: much faster on a VM that hands freed memory back to its host
+  /// (docs/performance.md). Costs disk: up to a second copy of the trace while the process runs.
+  /// A spare that another process has open or mapped, or that has another link, is never
+  /// written over. false: the replaced files are deleted.
   bool reuse_previous_files = true;
 };
 

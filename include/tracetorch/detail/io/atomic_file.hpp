@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/io/checked_file.hpp"
 #include "tracetorch/detail/io/staged_directory.hpp"  // publish_detail::random_hex
 
 namespace tracetorch::detail {
@@ -79,43 +80,27 @@ inline bool may_write_over(int fd) noexcept {
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::filesystem::path target)
-      : target_(std::move(target)), temp_(unique_temp_path(target_)) {
+      : target_(std::move(target)), temp_(unique_temp_path(target_)), file_(target_) {
     // "x" (O_EXCL): never reuse, or write through a symbolic link planted at, the temporary name;
     // a name taken (by a leftover, against the odds of its random part) gets another one.
-    for (int attempt = 0; attempt < 8 && (file_ = std::fopen(temp_.c_str(), "wbx")) == nullptr && errno == EEXIST; ++attempt) {
+    std::FILE* opened = nullptr;
+    for (int attempt = 0; attempt < 8 && (opened = std::fopen(temp_.c_str(), "wbx")) == nullptr && errno == EEXIST; ++attempt) {
       temp_ = unique_temp_path(target_);
     }
-    if (file_ == nullptr) fail("cannot create");
+    file_.adopt(opened);
   }
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
   ~AtomicFileWriter() {
-    if (file_ != nullptr) std::fclose(file_);
     if (!committed_) std::remove(temp_.c_str());
   }
 
-  void write(const void* data, std::size_t size) {
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": already finished");
-    if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
-  }
-  void write(std::string_view text) { write(text.data(), text.size()); }
+  void write(const void* data, std::size_t size) { file_.write(data, size); }
+  void write(std::string_view text) { file_.write(text); }
 
   /// Flushes and closes the temporary file: after this, only the rename of commit() is left,
   /// so writers of files that belong together can all finish() before any of them commits.
-  void finish() {
-    if (finished_) return;
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + target_.string() + ": an earlier write failed");
-    // fflush + fclose report a full disk that buffered fwrite calls did not.
-    bool flushed = std::fflush(file_) == 0;
-    const int saved_errno = errno;
-    const bool closed = std::fclose(file_) == 0;
-    file_ = nullptr;
-    if (!flushed || !closed) {
-      errno = flushed ? errno : saved_errno;
-      fail("cannot write");
-    }
-    finished_ = true;
-  }
+  void finish() { file_.close(); }
 
   void commit() {
     finish();
@@ -126,14 +111,9 @@ class AtomicFileWriter {
   }
 
  private:
-  [[noreturn]] void fail(const char* what) const {
-    throw Error("tracetorch: " + std::string(what) + " " + target_.string() + ": " + std::strerror(errno));
-  }
-
   std::filesystem::path target_;
   std::filesystem::path temp_;
-  std::FILE* file_ = nullptr;
-  bool finished_ = false;
+  CheckedFile file_;
   bool committed_ = false;
 };
 

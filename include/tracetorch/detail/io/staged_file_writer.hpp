@@ -14,8 +14,8 @@
 #include <string_view>
 #include <utility>
 
-#include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/io/atomic_file.hpp"  // may_write_over
+#include "tracetorch/detail/io/checked_file.hpp"
 
 namespace tracetorch::detail {
 
@@ -30,68 +30,46 @@ namespace tracetorch::detail {
 class StagedFileWriter {
  public:
   StagedFileWriter(int directory, std::string name, std::filesystem::path shown_as)
-      : directory_(directory), name_(std::move(name)), shown_as_(std::move(shown_as)) {
+      : directory_(directory), name_(std::move(name)), file_(std::move(shown_as)) {
     const int existing = ::openat(directory_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     if (existing >= 0) {
-      if (may_write_over(existing) && (file_ = ::fdopen(existing, "wb")) != nullptr) {  // "w" of fdopen does not truncate
-        truncate_at_finish_ = true;
+      std::FILE* over = may_write_over(existing) ? ::fdopen(existing, "wb") : nullptr;  // "w" of fdopen does not truncate
+      if (over != nullptr) {
+        file_.adopt(over);
+        written_over_ = true;
         return;
       }
       ::close(existing);
     }
     ::unlinkat(directory_, name_.c_str(), 0);
     const int fd = ::openat(directory_, name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) fail("cannot create");
-    file_ = ::fdopen(fd, "wb");
-    if (file_ == nullptr) {
+    if (fd < 0) file_.fail("cannot create");
+    std::FILE* created = ::fdopen(fd, "wb");
+    if (created == nullptr) {
       const int error = errno;
       ::close(fd);
       errno = error;
-      fail("cannot create");
     }
+    file_.adopt(created);
   }
   StagedFileWriter(const StagedFileWriter&) = delete;
   StagedFileWriter& operator=(const StagedFileWriter&) = delete;
   ~StagedFileWriter() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!finished_) ::unlinkat(directory_, name_.c_str(), 0);
+    if (!file_.closed()) ::unlinkat(directory_, name_.c_str(), 0);
   }
 
-  void write(const void* data, std::size_t size) {
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + shown_as_.string() + ": already finished");
-    if (size != 0 && std::fwrite(data, 1, size, file_) != size) fail("cannot write");
-  }
-  void write(std::string_view text) { write(text.data(), text.size()); }
+  void write(const void* data, std::size_t size) { file_.write(data, size); }
+  void write(std::string_view text) { file_.write(text); }
 
-  /// Flushes and closes the file, which stays: the caller publishes or removes it.
-  void finish() {
-    if (finished_) return;
-    if (file_ == nullptr) throw Error("tracetorch: cannot write " + shown_as_.string() + ": an earlier write failed");
-    // fflush + fclose report a full disk that buffered fwrite calls did not.
-    bool flushed = std::fflush(file_) == 0;
-    // Written over an older file: what it held beyond the new end goes.
-    if (flushed && truncate_at_finish_) flushed = ::ftruncate(::fileno(file_), ::ftello(file_)) == 0;
-    const int saved_errno = errno;
-    const bool closed = std::fclose(file_) == 0;
-    file_ = nullptr;
-    if (!flushed || !closed) {
-      errno = flushed ? errno : saved_errno;
-      fail("cannot write");
-    }
-    finished_ = true;
-  }
+  /// Flushes and closes the file, which stays: the caller publishes or removes it. Written over
+  /// an older file: what it held beyond the new end goes.
+  void finish() { file_.close(written_over_); }
 
  private:
-  [[noreturn]] void fail(const char* what) const {
-    throw Error("tracetorch: " + std::string(what) + " " + shown_as_.string() + ": " + std::strerror(errno));
-  }
-
   int directory_;
   std::string name_;
-  std::filesystem::path shown_as_;
-  std::FILE* file_ = nullptr;
-  bool finished_ = false;
-  bool truncate_at_finish_ = false;
+  CheckedFile file_;
+  bool written_over_ = false;
 };
 
 }  // namespace tracetorch::detail
