@@ -67,7 +67,7 @@ tracetorch::safetensors::NamedTensors without(tracetorch::safetensors::NamedTens
   return tensors;
 }
 
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using tracetorch_test::write_text;
 
 /// transformers' model.safetensors.index.json for `weight_map` (tensor -> shard file name).
 void write_index(const fs::path& path, const std::map<std::string, std::string>& weight_map) {

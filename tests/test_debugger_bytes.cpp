@@ -77,11 +77,7 @@ TRACEABLE(GoldenNet);
 
 namespace {
 
-std::set<std::string> file_names(const std::filesystem::path& dir) {
-  std::set<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename().string());
-  return names;
-}
+using tracetorch_test::file_names;
 
 }  // namespace
 

@@ -8,7 +8,7 @@
 #include <tracetorch/diff.hpp>
 
 #include "llama/llama.hpp"
-#include "test_helpers.hpp"
+#include "diff_helpers.hpp"
 
 
 #include <cstdio>
@@ -18,7 +18,14 @@
 namespace {
 
 namespace fs = std::filesystem;
+using tracetorch_test::contains;
+using tracetorch_test::first_divergence;
+using tracetorch_test::printed;
 using tracetorch_test::TempDir;
+using tracetorch_test::write_text;
+#ifdef TRACETORCH_DIFF
+using tracetorch_test::run_diff;
+#endif
 
 fs::path tiny() { return tracetorch_test::tiny_llama_dir(); }
 fs::path planted(const std::string& bug) { return tracetorch_test::data_dir() / "diff" / bug; }
@@ -39,16 +46,6 @@ llama::LlamaDecoderLayerImpl& layer(llama::LlamaModel& model, std::size_t i) {
   return *model->layers[i]->as<llama::LlamaDecoderLayerImpl>();
 }
 
-#ifdef TRACETORCH_DIFF
-tracetorch_test::RunResult run_diff(const std::string& arguments) {
-  return tracetorch_test::run_program(TRACETORCH_DIFF, arguments);
-}
-#endif
-
-std::string first_divergence(const tracetorch::DiffReport& report) {
-  if (!report.first_divergence) return "none";
-  return report.tensors[*report.first_divergence].where();
-}
 
 /// Everything before the first divergence agrees, and something after it was compared too.
 void check_clean_before_first_divergence(const tracetorch::DiffReport& report) {
@@ -77,13 +74,6 @@ void write_small_trace(const fs::path& dir, const torch::Tensor& input, const to
   std::ofstream(dir / (root + "_debug_tree_FULL_TENSORS.json")) << boost::json::serialize(top);
 }
 
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-/// A printed tensor value, as a use_repr=true trace records it.
-boost::json::object printed(const std::string& numbers, const std::string& shape = "torch.Size([2])") {
-  return {{"shape", shape}, {"dtype", "torch.float32"}, {"value", boost::json::array{"tensor([" + numbers + "])"}}};
-}
-
 /// A module call node; `outputs` left out when null, as the debugger leaves out a parent's.
 boost::json::object node(const std::string& path, boost::json::object inputs, boost::json::value outputs = nullptr,
                          boost::json::array children = {}) {
@@ -108,8 +98,6 @@ boost::json::object cache_model(const std::string& cache, bool with_b, bool with
   if (with_c) children.push_back(node("M.c", {{"args", boost::json::array{printed("5.0000e+00, 6.0000e+00")}}}, printed("0.0000e+00, 1.0000e+00")));
   return node("M", {{"args", boost::json::array{}}}, nullptr, children);
 }
-
-bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 
 /// Copies a trace directory so that one file of it can be spoiled.
 fs::path copy_trace(const fs::path& from, const fs::path& to) {

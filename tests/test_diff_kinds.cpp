@@ -7,7 +7,7 @@
 
 #include <tracetorch/diff.hpp>
 
-#include "test_helpers.hpp"
+#include "diff_helpers.hpp"
 
 #include <fstream>
 #include <string>
@@ -17,11 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 using tracetorch::DiffKind;
 
-bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
-
-boost::json::object printed(const std::string& numbers, const std::string& shape = "[2]", const std::string& dtype = "float32") {
-  return {{"shape", "torch.Size(" + shape + ")"}, {"dtype", "torch." + dtype}, {"value", boost::json::array{"tensor([" + numbers + "])"}}};
-}
+using tracetorch_test::contains;
+using tracetorch_test::printed;
 
 boost::json::object call(const std::string& path, boost::json::object inputs, boost::json::value outputs) {
   return {{"module_path", path}, {"inputs", std::move(inputs)}, {"outputs", std::move(outputs)}};

@@ -8,7 +8,7 @@
 
 #include <tracetorch/diff.hpp>
 
-#include "test_helpers.hpp"
+#include "diff_helpers.hpp"
 
 #include <fstream>
 #include <string>
@@ -19,14 +19,13 @@ namespace {
 namespace fs = std::filesystem;
 using tracetorch_test::TempDir;
 
-bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
-
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-/// A printed float tensor of two values, as a use_repr=true trace records it.
-boost::json::object printed(const std::string& numbers) {
-  return {{"shape", "torch.Size([2])"}, {"dtype", "torch.float32"}, {"value", boost::json::array{"tensor([" + numbers + "])"}}};
-}
+using tracetorch_test::contains;
+using tracetorch_test::first_divergence;
+using tracetorch_test::printed;
+using tracetorch_test::write_text;
+#ifdef TRACETORCH_DIFF
+using tracetorch_test::run_diff;
+#endif
 
 const boost::json::object kHidden = printed("1.0000e+00, 2.0000e+00");
 const boost::json::object kMask = printed("0.0000e+00, -1.0000e+00");
@@ -34,7 +33,7 @@ const boost::json::object kCos = printed("5.0000e-01, 2.5000e-01");
 const boost::json::object kSin = printed("7.5000e-01, 1.2500e-01");
 
 /// A trace "M" whose one child M.attn records `inputs` and returns `kHidden`, written into `dir`.
-fs::path write_trace(const fs::path& dir, boost::json::object inputs) {
+fs::path write_attn_trace(const fs::path& dir, boost::json::object inputs) {
   boost::json::object attn{{"module_path", "M.attn"}, {"inputs", std::move(inputs)}, {"outputs", kHidden}};
   boost::json::object root{{"module_path", "M"}, {"inputs", {{"args", boost::json::array{}}}}, {"children", boost::json::array{attn}}};
   fs::create_directories(dir);
@@ -52,9 +51,6 @@ boost::json::object port_inputs(const boost::json::object& hidden = kHidden) {
   return {{"args", boost::json::array{hidden, boost::json::array{kCos, kSin}}}};
 }
 
-std::string first_divergence(const tracetorch::DiffReport& report) {
-  return report.first_divergence ? report.tensors[*report.first_divergence].where() : "none";
-}
 
 std::string refusal(const std::string& text) {
   try {
@@ -65,9 +61,6 @@ std::string refusal(const std::string& text) {
   return "accepted";
 }
 
-#ifdef TRACETORCH_DIFF
-tracetorch_test::RunResult run_diff(const std::string& arguments) { return tracetorch_test::run_program(TRACETORCH_DIFF, arguments); }
-#endif
 
 }  // namespace
 
@@ -101,8 +94,8 @@ DOCTEST_TEST_CASE("argument-name rules: parsed with file and line, malformed lin
 
 DOCTEST_TEST_CASE("--arg-names: keywords recorded in another order than the positions are aligned by the rule and compared") {
   TempDir dir;
-  const auto python = write_trace(dir / "python", python_inputs());
-  const auto port = write_trace(dir / "port", port_inputs());
+  const auto python = write_attn_trace(dir / "python", python_inputs());
+  const auto port = write_attn_trace(dir / "port", port_inputs());
   // By recorded order a tuple meets a tensor at each position: nothing aligns, six values on one side only.
   auto report = tracetorch::diff_traces(python, port);
   DOCTEST_CHECK(report.counts().values_only_in_reference == 3);
@@ -157,8 +150,8 @@ DOCTEST_TEST_CASE("--arg-names: keywords recorded in another order than the posi
 DOCTEST_TEST_CASE("--arg-names: a rule that contradicts the recorded order wins, and the report says so") {
   TempDir dir;
   // Python passes attention_mask= before hidden_states=; the port passes (hidden_states, attention_mask).
-  const auto python = write_trace(dir / "python", {{"kwargs", {{"attention_mask", kMask}, {"hidden_states", kHidden}}}});
-  const auto port = write_trace(dir / "port", {{"args", boost::json::array{kHidden, kMask}}});
+  const auto python = write_attn_trace(dir / "python", {{"kwargs", {{"attention_mask", kMask}, {"hidden_states", kHidden}}}});
+  const auto port = write_attn_trace(dir / "port", {{"args", boost::json::array{kHidden, kMask}}});
   // By recorded order the mask meets the hidden states: a wrong pairing that shows as a divergence.
   auto report = tracetorch::diff_traces(python, port);
   DOCTEST_CHECK(first_divergence(report) == "M.attn inputs.kwargs.attention_mask");
@@ -196,8 +189,8 @@ DOCTEST_TEST_CASE("--arg-names: a rule that contradicts the recorded order wins,
 
 DOCTEST_TEST_CASE("--arg-names: values a rule aligns are compared, and a difference is the first divergence") {
   TempDir dir;
-  const auto python = write_trace(dir / "python", python_inputs());
-  const auto port = write_trace(dir / "port", port_inputs(printed("1.0000e+00, 2.5000e+00")));  // a bug in the port's input
+  const auto python = write_attn_trace(dir / "python", python_inputs());
+  const auto port = write_attn_trace(dir / "port", port_inputs(printed("1.0000e+00, 2.5000e+00")));  // a bug in the port's input
   tracetorch::DiffOptions options;
   options.arg_names = tracetorch::parse_arg_names_rules("M.attn hidden_states,position_embeddings\n", "names.txt");
   const auto report = tracetorch::diff_traces(python, port, options);
@@ -226,8 +219,8 @@ DOCTEST_TEST_CASE("--arg-names: values a rule aligns are compared, and a differe
 
 DOCTEST_TEST_CASE("--arg-names: stale rules are reported without changing the verdict, a malformed file exits 2 naming file and line") {
   TempDir dir;
-  const auto python = write_trace(dir / "python", python_inputs());
-  const auto port = write_trace(dir / "port", port_inputs());
+  const auto python = write_attn_trace(dir / "python", python_inputs());
+  const auto port = write_attn_trace(dir / "port", port_inputs());
   tracetorch::DiffOptions options;
   options.arg_names = tracetorch::parse_arg_names_rules("M.attn hidden_states,position_embeddings\n"
                                                         "M.mlp x\n"

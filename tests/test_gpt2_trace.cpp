@@ -23,11 +23,7 @@ gpt2::GPT2Model fixture_model() {
 
 torch::Tensor fixture_ids() { return tracetorch::safetensors::load_single(gpt2_dir() / "input_ids.safetensors", "input_ids"); }
 
-std::set<std::string> file_names(const std::filesystem::path& dir) {
-  std::set<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename().string());
-  return names;
-}
+using tracetorch_test::file_names;
 
 }  // namespace
 

@@ -12,6 +12,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
+#include <string_view>
+#include <utility>
 #include <cstdio>
 #include <random>
 #include <stdexcept>
@@ -105,6 +108,51 @@ inline RunResult run_program(const std::string& program, const std::string& argu
   while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
   const int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+#ifdef TRACETORCH_DIFF
+inline RunResult run_diff(const std::string& arguments) { return run_program(TRACETORCH_DIFF, arguments); }
+#endif
+
+inline bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+inline void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+/// The names of a directory's entries.
+inline std::set<std::string> file_names(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename().string());
+  return names;
+}
+
+/// "0aff" -> the bytes 0x0a 0xff (lower-case hex, as the Python fixtures write it).
+inline std::string from_hex(std::string_view hex) {
+  std::string out(hex.size() / 2, '\0');
+  const auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
+  return out;
+}
+
+/// A dtype by the name Python's fixtures give it ("float32", "complex64", ...).
+inline c10::ScalarType dtype_named(std::string_view name) {
+  static const std::pair<std::string_view, c10::ScalarType> table[] = {
+      {"float32", torch::kFloat},        {"float64", torch::kDouble},        {"float16", torch::kHalf},
+      {"bfloat16", torch::kBFloat16},    {"complex32", torch::kComplexHalf}, {"complex64", torch::kComplexFloat},
+      {"complex128", torch::kComplexDouble}, {"int64", torch::kLong},        {"int32", torch::kInt},
+      {"int16", torch::kShort},          {"int8", torch::kChar},             {"uint8", torch::kByte},
+      {"bool", torch::kBool},            {"quint8", torch::kQUInt8},         {"qint8", torch::kQInt8},
+  };
+  for (const auto& [n, type] : table)
+    if (n == name) return type;
+  throw std::runtime_error("unknown dtype " + std::string(name));
+}
+
+inline std::vector<std::int64_t> int_list(const boost::json::value& v) {
+  std::vector<std::int64_t> out;
+  for (const auto& x : v.as_array()) out.push_back(x.to_number<std::int64_t>());
+  return out;
 }
 
 inline bool is_statistic(std::string_view key) { return key == "mean" || key == "std" || key == "min" || key == "max"; }

@@ -23,6 +23,8 @@
 
 #include "tracetorch/python_repr.hpp"
 
+#include "test_helpers.hpp"
+
 namespace {
 
 namespace json = boost::json;
@@ -33,48 +35,18 @@ using tracetorch::python_shape_repr;
 
 const std::filesystem::path kData = TRACETORCH_TEST_DATA;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using tracetorch_test::dtype_named;
+using tracetorch_test::from_hex;
+using tracetorch_test::int_list;
+using tracetorch_test::read_file;
 
 const json::value& repr_cases() {
   static const json::value cases = json::parse(read_file(kData / "repr_cases.json"));
   return cases;
 }
 
-std::string from_hex(std::string_view hex) {
-  std::string out(hex.size() / 2, '\0');
-  const auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] = static_cast<char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
-  return out;
-}
-
 double double_from_hex(std::string_view hex) {
   return std::bit_cast<double>(static_cast<std::uint64_t>(std::stoull(std::string(hex), nullptr, 16)));
-}
-
-c10::ScalarType dtype_named(std::string_view name) {
-  static const std::pair<std::string_view, c10::ScalarType> table[] = {
-      {"float32", torch::kFloat},        {"float64", torch::kDouble},        {"float16", torch::kHalf},
-      {"bfloat16", torch::kBFloat16},    {"complex32", torch::kComplexHalf}, {"complex64", torch::kComplexFloat},
-      {"complex128", torch::kComplexDouble}, {"int64", torch::kLong},        {"int32", torch::kInt},
-      {"int16", torch::kShort},          {"int8", torch::kChar},             {"uint8", torch::kByte},
-      {"bool", torch::kBool},            {"quint8", torch::kQUInt8},         {"qint8", torch::kQInt8},
-  };
-  for (const auto& [n, type] : table)
-    if (n == name) return type;
-  throw std::runtime_error("unknown dtype " + std::string(name));
-}
-
-std::vector<std::int64_t> int_list(const json::value& v) {
-  std::vector<std::int64_t> out;
-  for (const auto& x : v.as_array()) out.push_back(x.to_number<std::int64_t>());
-  return out;
 }
 
 std::string joined(const std::vector<std::string>& lines) {

@@ -34,9 +34,16 @@
 #include <set>
 #include <thread>
 
+// A named namespace around the file: its toy modules (Leaf, Block, ...) keep their short names
+// when the test files are compiled together (unity build).
+namespace reliability_test {
+
 namespace {
 
 using tracetorch_test::data_dir;
+using tracetorch_test::dtype_named;
+using tracetorch_test::from_hex;
+using tracetorch_test::int_list;
 using tracetorch_test::read_file;
 using tracetorch_test::module_paths;
 using tracetorch_test::read_json;
@@ -150,11 +157,6 @@ void file_references(const boost::json::value& value, std::vector<std::string>& 
   }
 }
 
-std::string from_hex(std::string_view hex) {
-  std::string out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
-  return out;
-}
 
 bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
@@ -306,21 +308,6 @@ double parse_value(const boost::json::value& v) {
     throw std::runtime_error("unknown value " + std::string(s));
   }
   return v.to_number<double>();
-}
-
-torch::ScalarType dtype_named(std::string_view name) {
-  static const std::map<std::string_view, torch::ScalarType> dtypes = {
-      {"float32", torch::kFloat},       {"float64", torch::kDouble},         {"float16", torch::kHalf},
-      {"bfloat16", torch::kBFloat16},   {"complex64", torch::kComplexFloat}, {"complex128", torch::kComplexDouble},
-      {"int64", torch::kLong},          {"int32", torch::kInt},              {"int16", torch::kShort},
-      {"int8", torch::kChar},           {"uint8", torch::kByte},             {"bool", torch::kBool}};
-  return dtypes.at(name);
-}
-
-std::vector<std::int64_t> int_list(const boost::json::value& v) {
-  std::vector<std::int64_t> out;
-  for (const auto& e : v.as_array()) out.push_back(e.to_number<std::int64_t>());
-  return out;
 }
 
 /// build() of make_trace_kinds.py, op for op.
@@ -1132,7 +1119,8 @@ DOCTEST_TEST_CASE("a symbolic link in a trace directory is never followed out of
 /// list of `leaves` zeros: every leaf's location repeats all the keys above it.
 std::string deeply_nested_trace(std::size_t levels, std::size_t key_size, std::size_t leaves) {
   std::string text = R"({"module_path": "Deep", "inputs": )";
-  for (std::size_t i = 0; i < levels; ++i) text += "{\"" + std::string(key_size, 'k') + "\": ";
+  const std::string key = "{\"" + std::string(key_size, 'k') + "\": ";
+  for (std::size_t i = 0; i < levels; ++i) text += key;
   text += "[";
   for (std::size_t i = 0; i < leaves; ++i) text += i == 0 ? "0" : ",0";
   text += "]" + std::string(levels, '}') + "}";
@@ -1177,3 +1165,5 @@ DOCTEST_TEST_CASE("a deeply nested trace is read in memory proportional to its s
 }
 
 }  // DOCTEST_TEST_SUITE
+
+}  // namespace reliability_test

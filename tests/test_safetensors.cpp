@@ -20,7 +20,8 @@
 namespace fs = std::filesystem;
 namespace st = tracetorch::safetensors;
 
-using namespace tracetorch_test::safetensors_files;  // TempDir, error_of, check_refused, ...
+// Inside the helpers' namespace: TempDir, error_of, check_refused, ... are found there first.
+namespace tracetorch_test::safetensors_files {
 
 DOCTEST_TEST_SUITE("safetensors") {
 
@@ -232,3 +233,5 @@ DOCTEST_TEST_CASE("save refuses what it cannot write, and leaves no file") {
 }
 
 }  // DOCTEST_TEST_SUITE
+
+}  // namespace tracetorch_test::safetensors_files

@@ -19,7 +19,8 @@
 namespace fs = std::filesystem;
 namespace st = tracetorch::safetensors;
 
-using namespace tracetorch_test::safetensors_files;  // TempDir, error_of, check_refused, ...
+// Inside the helpers' namespace: TempDir, error_of, check_refused, ... are found there first.
+namespace tracetorch_test::safetensors_files {
 
 DOCTEST_TEST_SUITE("safetensors") {
 
@@ -231,3 +232,5 @@ DOCTEST_TEST_CASE("parse_header is pure and total on hostile bytes") {
 }
 
 }  // DOCTEST_TEST_SUITE
+
+}  // namespace tracetorch_test::safetensors_files

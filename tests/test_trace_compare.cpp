@@ -25,7 +25,7 @@ using tracetorch::detail::TraceSlot;
 constexpr Tolerance kDefault{1e-5, 1e-4, true};
 
 /// A printed tensor of shape [n] (n: the numbers in `values`), as a use_repr=true trace records it.
-TraceSlot printed(const std::string& values, std::size_t n = 2, const std::string& dtype = "torch.float32") {
+TraceSlot printed_slot(const std::string& values, std::size_t n = 2, const std::string& dtype = "torch.float32") {
   TraceSlot slot;
   slot.location = "outputs";
   slot.is_tensor = true;
@@ -150,15 +150,15 @@ DOCTEST_TEST_CASE("each kind of pair gets its status, and both sides are describ
   DOCTEST_CHECK(d.status == DiffStatus::value_mismatch);
   DOCTEST_CHECK((d.reference_shape == "3" && d.candidate_shape == "4"));
 
-  const auto x = printed("1.0000e+00, 2.0000e+00");
+  const auto x = printed_slot("1.0000e+00, 2.0000e+00");
   d = traces.compare(&x, &none);
   DOCTEST_CHECK(d.status == DiffStatus::structure_mismatch);
   DOCTEST_CHECK(d.is_tensor);
-  const auto longer = printed("1.0000e+00, 2.0000e+00, 3.0000e+00", 3);
+  const auto longer = printed_slot("1.0000e+00, 2.0000e+00, 3.0000e+00", 3);
   d = traces.compare(&x, &longer);
   DOCTEST_CHECK(d.status == DiffStatus::shape_mismatch);
   DOCTEST_CHECK((d.reference_shape == "[2]" && d.candidate_shape == "[3]"));
-  const auto doubles = printed("1.0000e+00, 2.0000e+00", 2, "torch.float64");
+  const auto doubles = printed_slot("1.0000e+00, 2.0000e+00", 2, "torch.float64");
   d = traces.compare(&x, &doubles);
   DOCTEST_CHECK(d.status == DiffStatus::dtype_mismatch);
   DOCTEST_CHECK(d.compared == 0);
@@ -171,13 +171,13 @@ DOCTEST_TEST_CASE("each kind of pair gets its status, and both sides are describ
 
 DOCTEST_TEST_CASE("printed values: within their printed precision, statistics within one dtype, another layout") {
   Traces traces;
-  const auto x = printed("1.0000e+00, 2.0000e+00");
-  const auto close = printed("1.0000e+00, 2.0001e+00");
+  const auto x = printed_slot("1.0000e+00, 2.0000e+00");
+  const auto close = printed_slot("1.0000e+00, 2.0001e+00");
   auto d = traces.compare(&x, &close);
   DOCTEST_CHECK(d.status == DiffStatus::within_tolerance);
   DOCTEST_CHECK((d.printed && d.compared == 2));
   DOCTEST_CHECK((d.atol == 1e-5 && d.rtol == 1e-4));
-  const auto far = printed("1.0000e+00, 2.5000e+00");
+  const auto far = printed_slot("1.0000e+00, 2.5000e+00");
   d = traces.compare(&x, &far);
   DOCTEST_CHECK(d.status == DiffStatus::out_of_tolerance);
   DOCTEST_CHECK(d.out_of_tolerance == 1);
@@ -190,7 +190,7 @@ DOCTEST_TEST_CASE("printed values: within their printed precision, statistics wi
   d = traces.compare(&ref_stats, &cand_stats);
   DOCTEST_CHECK((d.compared == 3 && d.out_of_tolerance == 1));
   // A bf16 reference: its numbers against fp32's at bf16's tolerance, its statistics not.
-  auto bf16 = printed("1., 2.], dtype=torch.bfloat16)", 2, "torch.bfloat16");
+  auto bf16 = printed_slot("1., 2.], dtype=torch.bfloat16)", 2, "torch.bfloat16");
   bf16.lines = {"tensor([1., 2.], dtype=torch.bfloat16)"};
   bf16.stats["mean"] = "tensor(1.5000, dtype=torch.bfloat16)";
   d = traces.compare(&bf16, &cand_stats);
@@ -198,7 +198,7 @@ DOCTEST_TEST_CASE("printed values: within their printed precision, statistics wi
   DOCTEST_CHECK((d.compared == 2 && d.across_dtypes() && d.atol == 0x1p-6));
 
   // Same shape, another number of printed values: another print layout.
-  const auto three = printed("1.0000e+00, 2.0000e+00, 3.0000e+00");
+  const auto three = printed_slot("1.0000e+00, 2.0000e+00, 3.0000e+00");
   DOCTEST_CHECK(traces.compare(&x, &three).status == DiffStatus::structure_mismatch);
   // Not a printed tensor at all: refused, naming the trace and the value.
   auto garbage = x;
@@ -209,8 +209,8 @@ DOCTEST_TEST_CASE("printed values: within their printed precision, statistics wi
 
 DOCTEST_TEST_CASE("aligned values are compared in order, progress after each") {
   Traces traces;
-  const auto x = printed("1.0000e+00, 2.0000e+00");
-  const auto y = printed("1.0000e+00, 3.0000e+00");
+  const auto x = printed_slot("1.0000e+00, 2.0000e+00");
+  const auto y = printed_slot("1.0000e+00, 3.0000e+00");
   std::vector<AlignedValue> values(3);
   values[0] = {{0, 0}, {}, &x, &x};
   values[1] = {{1, 0}, {}, &x, &y};

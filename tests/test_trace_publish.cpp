@@ -367,7 +367,7 @@ DOCTEST_TEST_CASE("a failure injected into each step of publishing: the previous
   }
 }
 
-DOCTEST_TEST_CASE("use_repr=true keeps the replaced JSON files as spares; a debug_path that is a symbolic link stays one") {
+DOCTEST_TEST_CASE("use_repr=true keeps the replaced JSON files as spares, and a debug_path that is a symbolic link stays one") {
   PubNet model;
   TempDir parent;
   const auto dir = parent / "dbg";
