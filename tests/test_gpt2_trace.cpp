@@ -3,25 +3,15 @@
 
 #include <doctest/doctest.h>
 
-#include "test_helpers.hpp"
-
-#include <gpt2/gpt2.hpp>
+#include "gpt2_fixture.hpp"
 
 #include <set>
 
 namespace {
 
-std::filesystem::path gpt2_dir() { return tracetorch_test::data_dir() / "gpt2"; }
-
-/// The fixture's model with its weights, in eval mode (dropout off, as the reference's).
-gpt2::GPT2Model fixture_model() {
-  gpt2::GPT2Model model(gpt2::GPT2Config::from_json_file(gpt2_dir() / "config.json"));
-  gpt2::load_state_dict(*model, gpt2_dir() / "model.safetensors");
-  model->eval();
-  return model;
-}
-
-torch::Tensor fixture_ids() { return tracetorch::safetensors::load_single(gpt2_dir() / "input_ids.safetensors", "input_ids"); }
+using gpt2_test::fixture_ids;
+using gpt2_test::fixture_model;
+using gpt2_test::gpt2_dir;
 
 using tracetorch_test::file_names;
 

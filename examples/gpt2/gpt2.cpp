@@ -179,7 +179,7 @@ GPT2BlockImpl::GPT2BlockImpl(const GPT2Config& config, std::int64_t layer_idx) {
   mlp = register_module("mlp", GPT2MLP(inner_dim, config));
 }
 
-AttentionOutput GPT2BlockImpl::forward(const torch::Tensor& hidden_states, const GPT2BlockKeywords& kw) {
+GPT2BlockOutput GPT2BlockImpl::forward(const torch::Tensor& hidden_states, const GPT2BlockKeywords& kw) {
   auto residual = hidden_states;
   auto [attn_output, present, attn_weights] =
       attn(ln_1(hidden_states), {.layer_past = kw.layer_past.has_value() ? std::optional<LayerPast>(*kw.layer_past) : std::nullopt,
@@ -190,7 +190,10 @@ AttentionOutput GPT2BlockImpl::forward(const torch::Tensor& hidden_states, const
   auto h = attn_output + residual;
   residual = h;
   h = residual + mlp(ln_2(h));
-  return {h, present, attn_weights};
+  GPT2BlockOutput outputs{h};
+  if (*kw.use_cache) outputs.push_back(torch::stack({std::get<0>(*present), std::get<1>(*present)}));
+  if (*kw.output_attentions) outputs.push_back(attn_weights);
+  return outputs;
 }
 
 GPT2ModelImpl::GPT2ModelImpl(const GPT2Config& c) : config(c) {
@@ -204,9 +207,18 @@ GPT2ModelImpl::GPT2ModelImpl(const GPT2Config& c) : config(c) {
 }
 
 BaseModelOutputWithPastAndCrossAttentions GPT2ModelImpl::forward(const GPT2ModelInputs& inputs) {
-  const bool output_attentions = inputs.output_attentions.value_or(config.output_attentions);
-  const bool output_hidden_states = inputs.output_hidden_states.value_or(config.output_hidden_states);
   const bool use_cache = inputs.use_cache.value_or(config.use_cache);
+  const bool output_attentions = inputs.output_attentions.value_or(config.output_attentions);
+  // Upstream's flags are keywords of this forward; capture reads them from an OutputOptions.
+  const tracetorch::OutputOptions options{
+      .output_hidden_states = inputs.output_hidden_states.value_or(config.output_hidden_states),
+      .output_attentions = output_attentions,
+      .use_cache = use_cache};
+  return tracetorch::capture_outputs(*this, options, [&] { return run_blocks(inputs, use_cache, output_attentions); });
+}
+
+BaseModelOutputWithPastAndCrossAttentions GPT2ModelImpl::run_blocks(const GPT2ModelInputs& inputs, bool use_cache,
+                                                                    bool output_attentions) {
   const bool has_ids = inputs.input_ids.has_value() && inputs.input_ids->defined();
   const bool has_embeds = inputs.inputs_embeds.has_value() && inputs.inputs_embeds->defined();
   if (has_ids == has_embeds) throw tracetorch::Error("gpt2: give exactly one of input_ids and inputs_embeds");
@@ -236,13 +248,11 @@ BaseModelOutputWithPastAndCrossAttentions GPT2ModelImpl::forward(const GPT2Model
 
   BaseModelOutputWithPastAndCrossAttentions out;
   if (use_cache) out.past_key_values.emplace();
-  if (output_hidden_states) out.hidden_states.emplace();
-  if (output_attentions) out.attentions.emplace();
   for (std::size_t i = 0; i < h->size(); ++i) {
-    if (output_hidden_states) out.hidden_states->push_back(hidden_states);
     // Upstream passes layer_past=None without a past, head_mask=None (get_head_mask of None) and
-    // both encoder inputs as None: each is recorded as a keyword.
-    auto [block_output, present, attn_weights] = h[i]->as<GPT2Block>()->forward(
+    // both encoder inputs as None: each is recorded as a keyword. hidden_states and attentions
+    // are captured from these calls (can_record_outputs), not collected here.
+    const auto outputs = h[i]->as<GPT2Block>()->forward(
         hidden_states, {.layer_past = past.empty() ? std::optional<LayerPast>() : std::optional<LayerPast>(past[i]),
                         .attention_mask = attention_mask,  // undefined: recorded as None
                         .head_mask = nullptr,
@@ -250,13 +260,10 @@ BaseModelOutputWithPastAndCrossAttentions GPT2ModelImpl::forward(const GPT2Model
                         .encoder_attention_mask = nullptr,
                         .use_cache = use_cache,
                         .output_attentions = output_attentions});
-    hidden_states = block_output;
-    if (use_cache) out.past_key_values->push_back(*present);
-    if (output_attentions) out.attentions->push_back(attn_weights);
+    hidden_states = outputs[0];
+    if (use_cache) out.past_key_values->emplace_back(outputs[1][0], outputs[1][1]);
   }
-  hidden_states = ln_f(hidden_states);
-  if (output_hidden_states) out.hidden_states->push_back(hidden_states);
-  out.last_hidden_state = hidden_states;
+  out.last_hidden_state = ln_f(hidden_states);
   return out;
 }
 

@@ -13,6 +13,8 @@
 // The causal mask is the attention's non-persistent `bias` buffer (kept out of the state dict, as
 // upstream registers it with persistent=False); the cache is upstream's tuple of (key, value) per
 // layer; the MLP's activation comes from ACT2FN[config.activation_function] (gelu_new for GPT-2).
+// hidden_states and attentions are captured by a record map (GPT2ModelImpl::can_record_outputs) in
+// place of upstream's hand-collected tuples: the same values, in the same order.
 // Not ported: cross-attention, head_mask values, token_type_ids, sdpa/flash attention.
 
 #include <tracetorch/capture.hpp>
@@ -105,10 +107,15 @@ TRACEABLE(GPT2Attention);
 /// names in the same order.
 using GPT2BlockKeywords = GPT2AttentionKeywords;
 
+/// Upstream's block output, whose length depends on the call: `(hidden_states, present,
+/// (attentions))` with use_cache, `(hidden_states, (attentions))` without, the weights only when
+/// output_attentions. A list of tensors, so that a recorder can index it per call: `present`,
+/// upstream's (key, value), is stacked into one [2, batch, heads, seq, head_dim] tensor.
+using GPT2BlockOutput = std::vector<torch::Tensor>;
+
 struct GPT2BlockImpl : torch::nn::Module {
   GPT2BlockImpl(const GPT2Config& config, std::int64_t layer_idx);
-  /// (hidden_states, present, attention weights), as upstream's `hidden_states, present, (attentions)`.
-  AttentionOutput forward(const torch::Tensor& hidden_states, const GPT2BlockKeywords& kw = {});
+  GPT2BlockOutput forward(const torch::Tensor& hidden_states, const GPT2BlockKeywords& kw = {});
 
   tracetorch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   GPT2Attention attn{nullptr};
@@ -142,11 +149,24 @@ struct GPT2ModelInputs {
 TRACETORCH_KEYWORDS(GPT2ModelInputs, input_ids, past_key_values, attention_mask, position_ids, inputs_embeds, use_cache,
                     output_attentions, output_hidden_states);
 
+/// Where a block's output holds its attention weights: upstream's GPT2Model reads
+/// `outputs[2 if use_cache else 1]` (the block's use_cache defaults to False).
+inline std::int64_t block_attentions_index(const tracetorch::CallKeywords& kw) {
+  return kw.flag("use_cache").value_or(false) ? 2 : 1;
+}
+
 struct GPT2ModelImpl : torch::nn::Module {
+  /// What GPT2Model at c44b2d99 collects by hand (it has no `_can_record_outputs`): each block's
+  /// input then ln_f's output (hidden_states), each block's weights at the index its call gives.
+  static constexpr auto can_record_outputs = tracetorch::output_records(
+      tracetorch::record<"hidden_states", GPT2Block>(),
+      tracetorch::record<"attentions", tracetorch::OutputRecorder<GPT2Block, block_attentions_index>>());
+
   explicit GPT2ModelImpl(const GPT2Config& config);
   /// `model({.input_ids = ids})`, as Python's `model(input_ids=ids)`: last_hidden_state [batch,
   /// seq, n_embd]; past_key_values (one (key, value) per layer) when use_cache (the config's,
-  /// default true); hidden_states (n_layer + 1) and attentions when asked for.
+  /// default true); hidden_states (n_layer + 1) and attentions when asked for, captured by
+  /// can_record_outputs.
   BaseModelOutputWithPastAndCrossAttentions forward(const GPT2ModelInputs& inputs);
 
   GPT2Config config;
@@ -154,6 +174,10 @@ struct GPT2ModelImpl : torch::nn::Module {
   tracetorch::nn::Dropout drop{nullptr};
   tracetorch::nn::ModuleList h{nullptr};
   tracetorch::nn::LayerNorm ln_f{nullptr};
+
+ private:
+  BaseModelOutputWithPastAndCrossAttentions run_blocks(const GPT2ModelInputs& inputs, bool use_cache,
+                                                       bool output_attentions);
 };
 TRACEABLE(GPT2Model);
 

@@ -5,6 +5,7 @@
   input_ids.safetensors  {"input_ids": int64 [batch, seq]}
   trace_repr/            GPT2Model_debug_tree_{SUMMARY,FULL_TENSORS}.json (use_repr=True)
   trace_st/              the same with use_repr=False (one safetensors file per tensor)
+  capture.safetensors    hidden_states and attentions of calls that ask for them (tests/test_gpt2_capture.cpp)
 
     python3 tests/data/gpt2/make_gpt2_fixture.py [--shared ../shared/reference]
 
@@ -161,8 +162,11 @@ class GPT2Model(nn.Module):
         self.h = nn.ModuleList([GPT2Block(c, i) for i in range(c["n_layer"])])
         self.ln_f = nn.LayerNorm(c["n_embd"], eps=c["layer_norm_epsilon"])
 
-    def forward(self, input_ids=None, past_key_values=None, attention_mask=None, position_ids=None, use_cache=None):
+    def forward(self, input_ids=None, past_key_values=None, attention_mask=None, position_ids=None, use_cache=None,
+                output_attentions=None, output_hidden_states=None):
         use_cache = self.config["use_cache"] if use_cache is None else use_cache
+        output_attentions = bool(output_attentions)  # the config's output_attentions is False
+        output_hidden_states = bool(output_hidden_states)
         batch, seq = input_ids.shape
         past = tuple([None] * len(self.h)) if past_key_values is None else past_key_values
         past_length = 0 if past_key_values is None else past_key_values[0][0].size(-2)
@@ -175,16 +179,45 @@ class GPT2Model(nn.Module):
         head_mask = [None] * len(self.h)  # get_head_mask(None, n_layer)
         hidden_states = self.drop(hidden_states)
         presents = () if use_cache else None
+        # Collected by hand, as GPT2Model.forward at c44b2d99 does: each block's input, then ln_f's
+        # output; each block's weights, which sit at 2 in its output with a cache and at 1 without.
+        all_hidden_states = () if output_hidden_states else None
+        all_self_attentions = () if output_attentions else None
         for i, (block, layer_past) in enumerate(zip(self.h, past)):
+            if output_hidden_states:
+                all_hidden_states = all_hidden_states + (hidden_states,)
             outputs = block(hidden_states, layer_past=layer_past, attention_mask=attention_mask,
                             head_mask=head_mask[i], encoder_hidden_states=None, encoder_attention_mask=None,
-                            use_cache=use_cache, output_attentions=False)
+                            use_cache=use_cache, output_attentions=output_attentions)
             hidden_states = outputs[0]
             if use_cache:
                 presents = presents + (outputs[1],)
-        return BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=self.ln_f(hidden_states),
-                                                         past_key_values=presents, hidden_states=None,
-                                                         attentions=None, cross_attentions=None)
+            if output_attentions:
+                all_self_attentions = all_self_attentions + (outputs[2 if use_cache else 1],)
+        hidden_states = self.ln_f(hidden_states)
+        if output_hidden_states:
+            all_hidden_states = all_hidden_states + (hidden_states,)
+        return BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=hidden_states,
+                                                         past_key_values=presents, hidden_states=all_hidden_states,
+                                                         attentions=all_self_attentions, cross_attentions=None)
+
+
+def captured_outputs(model, ids):
+    """The hidden_states and attentions GPT2Model returns when asked for them, by name
+    (tests/test_gpt2_capture.cpp): "<case>.hidden_states.<i>" and "<case>.attentions.<i>" for
+    cache (use_cache=True), no_cache (use_cache=False) and step (the last two tokens after a
+    use_cache=True call on the first three, past_key_values passed)."""
+    asked = dict(output_attentions=True, output_hidden_states=True)
+    runs = {"cache": model(input_ids=ids, use_cache=True, **asked),
+            "no_cache": model(input_ids=ids, use_cache=False, **asked)}
+    first = model(input_ids=ids[:, :3], use_cache=True)
+    runs["step"] = model(input_ids=ids[:, 3:], past_key_values=first["past_key_values"], use_cache=True, **asked)
+    tensors = {}
+    for case, output in runs.items():
+        for field in ("hidden_states", "attentions"):
+            for i, value in enumerate(output[field]):
+                tensors[f"{case}.{field}.{i}"] = value.contiguous()
+    return tensors
 
 
 def main():
@@ -211,6 +244,8 @@ def main():
         shutil.rmtree(target, ignore_errors=True)
         with model_addition_debugger_context(model, debug_path=str(target), do_prune_layers=False, use_repr=use_repr):
             output = model(input_ids=ids)
+    with torch.no_grad():
+        save_file(captured_outputs(model, ids), str(HERE / "capture.safetensors"))
     print("state dict:", list(model.state_dict()))
     print(type(output).__name__, list(output), tuple(output["last_hidden_state"].shape),
           float(output["last_hidden_state"].abs().mean()), "past_key_values", len(output["past_key_values"]))
