@@ -53,7 +53,7 @@ DOCTEST_TEST_CASE("a rules file that is a FIFO, a directory or over 16 MiB is re
   { std::ofstream(good) << "M values reviewed\n"; }
 
   for (const bool accept : {true, false}) {
-    DOCTEST_INFO(accept ? "--accept" : "--arg-names");
+    DOCTEST_INFO("rules for " << (accept ? "--accept" : "--arg-names"));
     DOCTEST_CHECK(contains(refusal(fifo, accept), fifo.string() + ": is a FIFO (named pipe), not a regular file: refused"));
     DOCTEST_CHECK(contains(refusal(folder, accept), folder.string() + ": is a directory, not a file"));
     DOCTEST_CHECK(contains(refusal(huge, accept), huge.string() + ": is 16777217 bytes, more than the limit of 16777216 bytes for a rules file"));
