@@ -1,4 +1,4 @@
-# Registers the libFuzzer targets with ctest (included from tests/CMakeLists.txt): one test
+# Registers the libFuzzer targets (safetensors, trace JSON, rules files) with ctest (included from tests/CMakeLists.txt): one test
 # builds fuzz/ as a clang project of its own, then each fuzzer runs for a bounded time from
 # fuzz/corpus/<target> (new inputs go to the build tree, never into the sources). Without a
 # clang++ that can link -fsanitize=fuzzer (Debian: clang-14, libclang-rt-14-dev) the tests
@@ -23,7 +23,7 @@ if(fuzz_usable)
            COMMAND sh -c "\"$0\" -S \"$1\" -B \"$2\" -DCMAKE_CXX_COMPILER=\"$3\" && \"$0\" --build \"$2\" -j2"
                    ${CMAKE_COMMAND} ${fuzz_source} ${fuzz_binary} ${TRACETORCH_CLANGXX})
   set_tests_properties(fuzz_build PROPERTIES FIXTURES_SETUP tracetorch_fuzzers TIMEOUT 900 LABELS fuzz)
-  foreach(target fuzz_safetensors fuzz_trace_reader)
+  foreach(target fuzz_safetensors fuzz_trace_reader fuzz_rules)
     file(MAKE_DIRECTORY ${fuzz_binary}/corpus/${target})
     add_test(NAME ${target}
              COMMAND ${CMAKE_COMMAND} -E env ${fuzz_binary}/${target} -max_total_time=${TRACETORCH_FUZZ_SECONDS} -print_final_stats=1

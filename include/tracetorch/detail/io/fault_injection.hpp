@@ -10,7 +10,7 @@
 namespace tracetorch::detail {
 
 /// Tests only. Where set, called with a step's name ("lock", "move out", "link", "exchange",
-/// "move over", "move in", "place", "restore") before that step's system call; a non-zero
+/// "move over", "move in", "place", "restore", "keep") before that step's system call; a non-zero
 /// return fails the call with that errno.
 inline std::atomic<int (*)(std::string_view step)> io_fault_injector{nullptr};
 

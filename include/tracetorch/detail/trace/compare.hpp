@@ -71,7 +71,8 @@ struct ErrorAccumulator {
   }
 };
 
-/// Compares two tensors element by element, a slice at a time, in double precision.
+/// Compares two tensors element by element, a slice at a time, in double precision; a complex
+/// element as its real and imaginary parts, each against its own tolerance.
 inline void compare_tensors(torch::Tensor a, torch::Tensor b, ErrorAccumulator& acc) {
   if (a.is_complex()) a = torch::view_as_real(a);
   if (b.is_complex()) b = torch::view_as_real(b);
@@ -123,20 +124,24 @@ inline void compare_printed(const Trace& ref, const TraceSlot& r, const Trace& c
   acc.store(out);
 }
 
-/// Machine epsilon of a floating dtype as the trace writes it ("torch.bfloat16"); 0 for others.
+/// Machine epsilon of a floating or complex dtype as the trace writes it ("torch.bfloat16"; a
+/// complex dtype's is its parts'); 0 for others.
 inline double dtype_epsilon(std::string_view dtype) {
   if (dtype == "torch.bfloat16") return 0x1p-7;
-  if (dtype == "torch.float16") return 0x1p-10;
-  if (dtype == "torch.float32") return 0x1p-23;
-  if (dtype == "torch.float64") return 0x1p-52;
+  if (dtype == "torch.float16" || dtype == "torch.complex32") return 0x1p-10;
+  if (dtype == "torch.float32" || dtype == "torch.complex64") return 0x1p-23;
+  if (dtype == "torch.float64" || dtype == "torch.complex128") return 0x1p-52;
   return 0;
 }
 
-/// bf16 or fp16 against another floating dtype: the numbers are compared. float32 against
-/// float64 stays a dtype mismatch: a port computing in another full precision is a bug to see.
+inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
+
+/// bf16 or fp16 against another floating dtype (complex32 against another complex dtype): the
+/// numbers are compared. float32 against float64 stays a dtype mismatch: a port computing in
+/// another full precision is a bug to see; so does a complex tensor against a real one.
 inline bool comparable_across_dtypes(std::string_view a, std::string_view b) {
-  const auto reduced = [](std::string_view d) { return d == "torch.bfloat16" || d == "torch.float16"; };
-  return dtype_epsilon(a) > 0 && dtype_epsilon(b) > 0 && (reduced(a) || reduced(b));
+  const auto reduced = [](std::string_view d) { return d == "torch.bfloat16" || d == "torch.float16" || d == "torch.complex32"; };
+  return dtype_epsilon(a) > 0 && dtype_epsilon(b) > 0 && is_complex_dtype(a) == is_complex_dtype(b) && (reduced(a) || reduced(b));
 }
 
 

@@ -89,7 +89,8 @@ inline std::optional<std::size_t> read_number(std::string_view body, std::size_t
 }  // namespace printed
 
 /// The numbers in the printed lines of one tensor (`tensor([[ 1.2345e-01, ...]])`), in print
-/// order; summarised prints ("...") hold only the edge items. Text after the values
+/// order; summarised prints ("...") hold only the edge items. A complex element gives two
+/// numbers, its real part then its imaginary part (`tensor([1.0000+2.j])`: 1, 2). Text after the values
 /// (`dtype=torch.float64`, `size=(0, 3)`) is skipped. Returns false for text that is not a
 /// printed tensor.
 inline bool parse_printed_numbers(const std::vector<std::string>& lines, std::vector<PrintedNumber>& out) {
@@ -112,13 +113,16 @@ inline bool parse_printed_numbers(const std::vector<std::string>& lines, std::ve
     bool negative = false;
     std::size_t start = i;
     if (c == '-' || c == '+') negative = c == '-', ++start;
-    if (const std::size_t length = printed::read_word(body.substr(start), negative, out); length > 0) {
-      i = start + length;
-      continue;
+    std::size_t end = start + printed::read_word(body.substr(start), negative, out);
+    if (end == start) {
+      const auto number_end = printed::read_number(body, start, negative, out);
+      if (!number_end) return false;
+      end = *number_end;
     }
-    const auto end = printed::read_number(body, start, negative, out);
-    if (!end) return false;
-    i = *end;
+    // A complex element prints as its real part, then its imaginary part with a sign and a 'j'
+    // ("-3.5000-4.j", "nan+infj"): both are numbers, in view_as_real's order.
+    if (end < body.size() && body[end] == 'j') ++end;
+    i = end;
   }
   return true;
 }

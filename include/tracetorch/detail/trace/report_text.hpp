@@ -41,12 +41,18 @@ inline std::string accepted_text(const DiffReport& report, const std::optional<s
   return rule ? " (accepted, " + report.rules[*rule].origin() + ": " + report.rules[*rule].reason + ")" : std::string();
 }
 
+/// What `compared` counts: a complex element counts twice, its real and its imaginary part.
+inline std::string compared_unit(const TensorDiff& t) {
+  if (t.printed) return "printed values";
+  return t.reference_dtype.starts_with("torch.complex") ? "real and imaginary parts" : "elements";
+}
+
 /// A value's status with what explains it: its errors, or both sides' shapes, values or dtypes.
 inline std::string detail_line(const TensorDiff& t) {
   std::string line = std::string(to_string(t.status));
   if (t.status == DiffStatus::out_of_tolerance) {
     line += ": " + std::to_string(t.out_of_tolerance) + " of " + std::to_string(t.compared) + " " +
-            (t.printed ? "printed values" : "elements") + ", max abs error " + number_text(t.max_abs_error) +
+            compared_unit(t) + ", max abs error " + number_text(t.max_abs_error) +
             ", max rel error " + number_text(t.max_rel_error) + ", cosine " + number_text(t.cosine_similarity, "%.6f");
   } else if (t.status == DiffStatus::shape_mismatch || t.status == DiffStatus::value_mismatch ||
              t.status == DiffStatus::structure_mismatch) {

@@ -85,7 +85,7 @@ struct TensorDiff {
   bool call_missing = false;  ///< the whole call is on one side only (status only_in_*)
   bool from_file = false;     ///< a root output read from its file: the debugger leaves it out of the JSON
   std::string reference_shape, candidate_shape, reference_dtype, candidate_dtype;  ///< as the traces write them
-  std::int64_t compared = 0;          ///< elements (or printed numbers and stats) compared
+  std::int64_t compared = 0;          ///< elements (a complex one's two parts; or printed numbers and stats) compared
   std::int64_t out_of_tolerance = 0;  ///< of those, how many break the tolerance
   double max_abs_error = 0;
   double max_rel_error = 0;       ///< max |a - b| / |b| (inf where b = 0 and a != 0)

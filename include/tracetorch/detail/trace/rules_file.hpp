@@ -4,16 +4,14 @@
 /// line, fields separated by spaces or tabs, blank lines and `#` comment lines skipped, errors
 /// "FILE:LINE: ..."; and their module patterns, globs (`*` any run of characters, `?` one).
 
-#include <cerrno>
 #include <cstddef>
-#include <cstring>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <string_view>
 
 #include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/io/read_file.hpp"
 
 namespace tracetorch::detail {
 
@@ -72,13 +70,13 @@ void for_each_rule_line(std::string_view text, OnRule&& rule) {
   }
 }
 
-/// A rules file's text; throws Error naming the file.
+/// A rules file is a few hundred lines; larger is not a rules file.
+inline constexpr std::uint64_t kMaxRulesFileBytes = std::uint64_t(16) << 20;
+
+/// A rules file's text: a regular file of at most kMaxRulesFileBytes (a FIFO, a device or a
+/// directory refused before it is read); throws Error naming the file.
 inline std::string read(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("tracetorch: " + path.string() + ": cannot open: " + std::strerror(errno));
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw Error("tracetorch: " + path.string() + ": cannot read");
-  return text;
+  return read_regular_file(path, kMaxRulesFileBytes, "a rules file");
 }
 
 }  // namespace rules_file

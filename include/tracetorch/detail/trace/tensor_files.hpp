@@ -50,7 +50,7 @@ inline std::vector<PrintedNumber> printed_numbers(const Trace& trace, const Trac
   std::vector<PrintedNumber> numbers;
   if (!parse_printed_numbers(lines, numbers)) {
     throw Error("tracetorch: " + trace.json_file.string() + ": " + where + ": value is not a printed tensor (" +
-                (lines.empty() ? std::string("no lines") : lines[0].substr(0, 60)) + ")");
+                (lines.empty() ? std::string("no lines") : lines[0].substr(0, 60)) + "), dtype " + slot.dtype.substr(0, 64));
   }
   return numbers;
 }

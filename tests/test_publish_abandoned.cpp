@@ -1,0 +1,132 @@
+// detail/io/publish.hpp, remove_abandoned_staging and remove_abandoned_inside: the cleanup of a
+// killed run's staging directories removes only what those directories hold. A directory of the
+// user's that a killed publish was carrying is never removed, even where both putting it back and
+// renaming its tree to a kept name fail (fault injected); nothing is followed out through a link.
+
+#include <doctest/doctest.h>
+#include <tracetorch/detail/io/fault_injection.hpp>
+#include <tracetorch/detail/io/publish.hpp>
+#include <tracetorch/detail/io/staged_directory.hpp>
+
+#include "test_helpers.hpp"
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace {
+
+namespace fs = std::filesystem;
+using tracetorch::detail::StagedDirectory;
+using tracetorch_test::TempDir;
+
+void put(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
+  return names;
+}
+
+/// Publishes a tree holding `file` (its content: `text`) into `target`.
+void publish_file(const fs::path& target, const std::string& file, const std::string& text,
+                  const tracetorch::detail::CarryOver& carry_over = tracetorch::detail::keep_every_entry) {
+  StagedDirectory staged(target);
+  put(staged.path() / file, text);
+  tracetorch::detail::publish(std::move(staged), carry_over);
+}
+
+/// Fails every "keep" step (the rename of an abandoned tree to a kept name) while it lives.
+struct FailKeep {
+  static int fail(std::string_view step) { return step == "keep" ? EACCES : 0; }
+  FailKeep() { tracetorch::detail::io_fault_injector = &fail; }
+  ~FailKeep() { tracetorch::detail::io_fault_injector = nullptr; }
+};
+
+/// The leftover of a killed publish between its exchange and its moves (made by hand: nobody
+/// holds its flock): the replaced tree, holding the only copy of a directory of the user's.
+fs::path abandoned_tree(const fs::path& root) {
+  const auto tree = root / ".dbg.tracetorch-staging-1-0123456789abcdef";
+  fs::create_directories(tree / "user-dir");
+  put(tree / "user-dir" / "only-copy.txt", "precious");
+  put(tree / "part", "old generation");
+  return tree;
+}
+
+}  // namespace
+
+DOCTEST_TEST_SUITE("publish: abandoned staging directories") {
+
+DOCTEST_TEST_CASE("a user's directory in an abandoned tree is never removed: put back, else kept, else left where it is") {
+  TempDir root;
+  const auto dbg = root / "dbg";
+  publish_file(dbg, "part", "1");
+  // The target has a "user-dir" of its own now, so the abandoned one cannot be put back.
+  fs::create_directories(dbg / "user-dir");
+  const auto tree = abandoned_tree(root.path());
+  {
+    const FailKeep fail_keep;  // and renaming the tree to a kept name fails too
+    publish_file(dbg, "part", "2");
+  }
+  DOCTEST_CHECK(slurp(dbg / "part") == "2");
+  DOCTEST_REQUIRE(fs::is_directory(tree));  // left at its name: before this fix, removed with the user's file
+  DOCTEST_CHECK(slurp(tree / "user-dir" / "only-copy.txt") == "precious");
+
+  // The next publish, where the rename works, keeps it under a kept name, whole.
+  publish_file(dbg, "part", "3");
+  DOCTEST_CHECK_FALSE(fs::exists(tree));
+  std::set<std::string> kept;
+  for (const auto& name : names_in(root.path())) {
+    if (name.starts_with(".dbg.tracetorch-kept-")) kept.insert(name);
+  }
+  DOCTEST_REQUIRE(kept.size() == 1);
+  DOCTEST_CHECK(slurp(root / *kept.begin() / "user-dir" / "only-copy.txt") == "precious");
+  DOCTEST_CHECK(slurp(dbg / "part") == "3");
+
+  // Where the target has no such directory, it is put back into the new tree and the rest goes.
+  fs::remove_all(dbg / "user-dir");
+  const auto again = abandoned_tree(root.path());
+  publish_file(dbg, "part", "4");
+  DOCTEST_CHECK_FALSE(fs::exists(again));
+  DOCTEST_CHECK(slurp(dbg / "user-dir" / "only-copy.txt") == "precious");
+  DOCTEST_CHECK(slurp(dbg / "part") == "4");
+}
+
+DOCTEST_TEST_CASE("removing an abandoned staging directory follows no link out of it and empties what it holds") {
+  TempDir root;
+  const auto dbg = root / "dbg";
+  publish_file(dbg, "part", "1");
+  fs::create_directories(root / "outside");
+  put(root / "outside" / "kept.txt", "outside");
+  const auto tree = root / ".dbg.tracetorch-staging-7-fedcba9876543210";
+  fs::create_directories(tree / "scratch" / "deeper");
+  put(tree / "scratch" / "deeper" / "a.txt", "a");
+  fs::create_directory_symlink(root / "outside", tree / "link-to-outside");
+  fs::create_symlink(root / "outside" / "kept.txt", tree / "link-to-file");
+  // A carry-over that drops "scratch": the abandoned tree's copy is the publisher's to remove.
+  publish_file(dbg, "part", "2", [](std::string_view name) { return name != "scratch"; });
+  DOCTEST_CHECK_FALSE(fs::exists(fs::symlink_status(tree)));
+  DOCTEST_CHECK(slurp(root / "outside" / "kept.txt") == "outside");
+  DOCTEST_CHECK(names_in(root / "outside") == std::set<std::string>{"kept.txt"});
+  DOCTEST_CHECK(names_in(dbg) == std::set<std::string>{"part"});
+
+  // A leftover spares directory inside the target (remove_abandoned_inside) likewise.
+  const auto inside = dbg / ".tracetorch-spares-9-0123456789abcdef";
+  fs::create_directories(inside / "sub");
+  put(inside / "sub" / "f", "x");
+  fs::create_directory_symlink(root / "outside", inside / "link");
+  tracetorch::detail::remove_abandoned_inside(dbg, ".tracetorch-spares-");
+  DOCTEST_CHECK_FALSE(fs::exists(fs::symlink_status(inside)));
+  DOCTEST_CHECK(slurp(root / "outside" / "kept.txt") == "outside");
+}
+
+}  // DOCTEST_TEST_SUITE
