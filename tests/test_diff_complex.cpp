@@ -83,12 +83,9 @@ const tracetorch::TensorDiff& value_at(const tracetorch::DiffReport& report, con
   throw std::runtime_error("no value " + where + " in the report");
 }
 
-bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+using tracetorch_test::contains;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using tracetorch_test::read_file;
 
 /// A one-call use_repr=true trace "M" -> "M.f" whose output is `lines` of `dtype`, shape [1].
 fs::path printed_trace(const fs::path& dir, const std::string& dtype, const std::string& line) {
@@ -133,7 +130,7 @@ DOCTEST_TEST_CASE("complex64 and complex128 printed (use_repr=true): a trace agr
   TempDir dir;
   const auto ref = trace(dir / "ref", true, true);
   const auto cand = trace(dir / "cand", true, true, {0, 0.01});
-  DOCTEST_REQUIRE(contains(slurp(ref / "Spectrum_debug_tree_FULL_TENSORS.json"), "j"));  // printed as Python prints complex
+  DOCTEST_REQUIRE(contains(read_file(ref / "Spectrum_debug_tree_FULL_TENSORS.json"), "j"));  // printed as Python prints complex
 
   auto report = tracetorch::diff_traces(ref, ref);
   DOCTEST_INFO(report.text(true));
@@ -294,7 +291,7 @@ DOCTEST_TEST_CASE("complex values that cannot be read back are refused with exit
   const auto copy = dir / "spoiled";
   fs::copy(files, copy, fs::copy_options::recursive);
   const auto file = copy / "Spectrum.polar_outputs.safetensors";
-  std::string bytes = slurp(file);
+  std::string bytes = read_file(file);
   const auto at = bytes.find("\"C64\"");
   DOCTEST_REQUIRE(at != std::string::npos);
   bytes.replace(at, 5, "\"C32\"");

@@ -21,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using tracetorch_test::TempDir;
 
-bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+using tracetorch_test::contains;
 
 std::string refusal(const fs::path& path, bool accept) {
   try {

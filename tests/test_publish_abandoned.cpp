@@ -24,24 +24,17 @@ namespace fs = std::filesystem;
 using tracetorch::detail::StagedDirectory;
 using tracetorch_test::TempDir;
 
-void put(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using tracetorch_test::write_text;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using tracetorch_test::read_file;
 
-std::set<std::string> names_in(const fs::path& dir) {
-  std::set<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
-  return names;
-}
+using tracetorch_test::file_names;
 
 /// Publishes a tree holding `file` (its content: `text`) into `target`.
 void publish_file(const fs::path& target, const std::string& file, const std::string& text,
                   const tracetorch::detail::CarryOver& carry_over = tracetorch::detail::keep_every_entry) {
   StagedDirectory staged(target);
-  put(staged.path() / file, text);
+  write_text(staged.path() / file, text);
   tracetorch::detail::publish(std::move(staged), carry_over);
 }
 
@@ -57,8 +50,8 @@ struct FailKeep {
 fs::path abandoned_tree(const fs::path& root) {
   const auto tree = root / ".dbg.tracetorch-staging-1-0123456789abcdef";
   fs::create_directories(tree / "user-dir");
-  put(tree / "user-dir" / "only-copy.txt", "precious");
-  put(tree / "part", "old generation");
+  write_text(tree / "user-dir" / "only-copy.txt", "precious");
+  write_text(tree / "part", "old generation");
   return tree;
 }
 
@@ -77,28 +70,28 @@ DOCTEST_TEST_CASE("a user's directory in an abandoned tree is never removed: put
     const FailKeep fail_keep;  // and renaming the tree to a kept name fails too
     publish_file(dbg, "part", "2");
   }
-  DOCTEST_CHECK(slurp(dbg / "part") == "2");
+  DOCTEST_CHECK(read_file(dbg / "part") == "2");
   DOCTEST_REQUIRE(fs::is_directory(tree));  // left at its name: before this fix, removed with the user's file
-  DOCTEST_CHECK(slurp(tree / "user-dir" / "only-copy.txt") == "precious");
+  DOCTEST_CHECK(read_file(tree / "user-dir" / "only-copy.txt") == "precious");
 
   // The next publish, where the rename works, keeps it under a kept name, whole.
   publish_file(dbg, "part", "3");
   DOCTEST_CHECK_FALSE(fs::exists(tree));
   std::set<std::string> kept;
-  for (const auto& name : names_in(root.path())) {
+  for (const auto& name : file_names(root.path())) {
     if (name.starts_with(".dbg.tracetorch-kept-")) kept.insert(name);
   }
   DOCTEST_REQUIRE(kept.size() == 1);
-  DOCTEST_CHECK(slurp(root / *kept.begin() / "user-dir" / "only-copy.txt") == "precious");
-  DOCTEST_CHECK(slurp(dbg / "part") == "3");
+  DOCTEST_CHECK(read_file(root / *kept.begin() / "user-dir" / "only-copy.txt") == "precious");
+  DOCTEST_CHECK(read_file(dbg / "part") == "3");
 
   // Where the target has no such directory, it is put back into the new tree and the rest goes.
   fs::remove_all(dbg / "user-dir");
   const auto again = abandoned_tree(root.path());
   publish_file(dbg, "part", "4");
   DOCTEST_CHECK_FALSE(fs::exists(again));
-  DOCTEST_CHECK(slurp(dbg / "user-dir" / "only-copy.txt") == "precious");
-  DOCTEST_CHECK(slurp(dbg / "part") == "4");
+  DOCTEST_CHECK(read_file(dbg / "user-dir" / "only-copy.txt") == "precious");
+  DOCTEST_CHECK(read_file(dbg / "part") == "4");
 }
 
 DOCTEST_TEST_CASE("removing an abandoned staging directory follows no link out of it and empties what it holds") {
@@ -106,27 +99,27 @@ DOCTEST_TEST_CASE("removing an abandoned staging directory follows no link out o
   const auto dbg = root / "dbg";
   publish_file(dbg, "part", "1");
   fs::create_directories(root / "outside");
-  put(root / "outside" / "kept.txt", "outside");
+  write_text(root / "outside" / "kept.txt", "outside");
   const auto tree = root / ".dbg.tracetorch-staging-7-fedcba9876543210";
   fs::create_directories(tree / "scratch" / "deeper");
-  put(tree / "scratch" / "deeper" / "a.txt", "a");
+  write_text(tree / "scratch" / "deeper" / "a.txt", "a");
   fs::create_directory_symlink(root / "outside", tree / "link-to-outside");
   fs::create_symlink(root / "outside" / "kept.txt", tree / "link-to-file");
   // A carry-over that drops "scratch": the abandoned tree's copy is the publisher's to remove.
   publish_file(dbg, "part", "2", [](std::string_view name) { return name != "scratch"; });
   DOCTEST_CHECK_FALSE(fs::exists(fs::symlink_status(tree)));
-  DOCTEST_CHECK(slurp(root / "outside" / "kept.txt") == "outside");
-  DOCTEST_CHECK(names_in(root / "outside") == std::set<std::string>{"kept.txt"});
-  DOCTEST_CHECK(names_in(dbg) == std::set<std::string>{"part"});
+  DOCTEST_CHECK(read_file(root / "outside" / "kept.txt") == "outside");
+  DOCTEST_CHECK(file_names(root / "outside") == std::set<std::string>{"kept.txt"});
+  DOCTEST_CHECK(file_names(dbg) == std::set<std::string>{"part"});
 
   // A leftover spares directory inside the target (remove_abandoned_inside) likewise.
   const auto inside = dbg / ".tracetorch-spares-9-0123456789abcdef";
   fs::create_directories(inside / "sub");
-  put(inside / "sub" / "f", "x");
+  write_text(inside / "sub" / "f", "x");
   fs::create_directory_symlink(root / "outside", inside / "link");
   tracetorch::detail::remove_abandoned_inside(dbg, ".tracetorch-spares-");
   DOCTEST_CHECK_FALSE(fs::exists(fs::symlink_status(inside)));
-  DOCTEST_CHECK(slurp(root / "outside" / "kept.txt") == "outside");
+  DOCTEST_CHECK(read_file(root / "outside" / "kept.txt") == "outside");
 }
 
 }  // DOCTEST_TEST_SUITE

@@ -3584,7 +3584,7 @@ class CheckedFile {
 namespace tracetorch::detail {
 
 /// Tests only. Where set, called with a step's name ("lock", "move out", "link", "exchange",
-/// "move over", "move in", "place", "restore") before that step's system call; a non-zero
+/// "move over", "move in", "place", "restore", "keep") before that step's system call; a non-zero
 /// return fails the call with that errno.
 inline std::atomic<int (*)(std::string_view step)> io_fault_injector{nullptr};
 
@@ -7923,6 +7923,35 @@ inline bool put_back_entries(int abandoned, int staged, int target_fd, const Car
   return all_moved;
 }
 
+/// Removes what the directory open at `dir` holds, through descriptors: entries are unlinked
+/// relative to it, subdirectories (opened without following a link) emptied the same way first,
+/// at most kMaxDepth levels down. False where something stays.
+inline bool remove_contents_at(int dir, int depth = 0) {
+  constexpr int kMaxDepth = 64;  // a staging directory is flat; a deeper tree is left, not recursed into
+  bool all_removed = true;
+  for (const auto& entry : entries_of(dir)) {
+    if (::unlinkat(dir, entry.c_str(), 0) == 0 || errno == ENOENT) continue;
+    const UniqueFd sub(::openat(dir, entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub || depth >= kMaxDepth || !remove_contents_at(sub.get(), depth + 1) ||
+        ::unlinkat(dir, entry.c_str(), AT_REMOVEDIR) != 0) {
+      all_removed = false;
+    }
+  }
+  return all_removed;
+}
+
+/// Removes the abandoned directory `name` of `parent`, which `fd` holds open and flocked: its
+/// contents through `fd`, then the name with rmdir where it still names that directory. Nothing
+/// but what that directory holds is removed, whatever the name comes to mean meanwhile (rmdir
+/// refuses a directory that is not empty).
+inline void remove_locked_tree(int parent, const std::string& name, int fd) {
+  if (!remove_contents_at(fd)) return;
+  struct stat locked {}, named {};
+  if (::fstat(fd, &locked) == 0 && ::fstatat(parent, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 && same_inode(locked, named)) {
+    ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+  }
+}
+
 }  // namespace publish_detail
 
 /// Removes the abandoned staging directories of `staged`'s target (no one holds their flock):
@@ -7930,7 +7959,8 @@ inline bool put_back_entries(int abandoned, int staged, int target_fd, const Car
 /// `carry_over` keeps is moved into `staged` where neither it nor the target (`target_fd`, -1:
 /// none) has that name. Those can only be entries of the target that a killed publish was moving
 /// (a trace stages files only). A directory where such a move fails is kept, renamed
-/// `.<name>.tracetorch-kept-<random>`, never removed.
+/// `.<name>.tracetorch-kept-<random>`, never removed: where that rename fails too, it stays
+/// at its staging name, for the next publish to try again.
 inline void remove_abandoned_staging(StagedDirectory& staged, int target_fd, const CarryOver& carry_over) {
   namespace pd = publish_detail;
   const auto parent = staged.target().parent_path();
@@ -7944,10 +7974,10 @@ inline void remove_abandoned_staging(StagedDirectory& staged, int target_fd, con
     if (!fd) continue;
     if (!pd::put_back_entries(fd.get(), staged.fd(), target_fd, carry_over)) {
       const std::string kept = pd::kept_name(staged.target().filename().string());
-      if (::renameat(parent_fd.get(), name.c_str(), parent_fd.get(), kept.c_str()) == 0) continue;
+      if (!injected_fault("keep")) ::renameat(parent_fd.get(), name.c_str(), parent_fd.get(), kept.c_str());
+      continue;  // kept or left: it holds an entry of the target's
     }
-    std::error_code ignored;
-    std::filesystem::remove_all(parent / name, ignored);
+    pd::remove_locked_tree(parent_fd.get(), name, fd.get());
   }
 }
 
@@ -7962,9 +7992,7 @@ inline void remove_abandoned_inside(const std::filesystem::path& directory, std:
   for (const auto& name : pd::entries_of(fd.get())) {
     if (!pd::is_staging_name(name, prefix)) continue;
     const pd::UniqueFd abandoned = pd::lock_abandoned(fd.get(), name);
-    if (!abandoned) continue;
-    std::error_code ignored;
-    std::filesystem::remove_all(directory / name, ignored);
+    if (abandoned) pd::remove_locked_tree(fd.get(), name, abandoned.get());
   }
 }
 
