@@ -114,11 +114,12 @@ void check_requested_outputs(const std::string& what, const Out& out, const Outp
         if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, std::optional<std::vector<torch::Tensor>>>) {
           if (flag.key.name() != field) return;
           found = true;
-          DOCTEST_CHECK_MESSAGE(value.has_value() && !value->empty(),
-                                what << ": output_" << field << "=True: " << (value ? "no values" : "None") << " returned");
+          const bool returned = value.has_value() && !value->empty();
+          const std::string problem = std::string(value ? "no values" : "None") + " returned";
+          DOCTEST_CHECK_MESSAGE(returned, what << ": output_" << std::string(field) << "=True: " << problem);
         }
       });
-      DOCTEST_CHECK_MESSAGE(found, what << ": output_" << flag.key.name() << ": the output struct has no such field");
+      DOCTEST_CHECK_MESSAGE(found, what << ": output_" << std::string(flag.key.name()) << ": the output struct has no such field");
     }
   }
 }
