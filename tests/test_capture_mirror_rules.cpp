@@ -114,7 +114,7 @@ DOCTEST_TEST_CASE("against Python: layer_name is a substring of the module path"
                        tracetorch::to_tuple(model(mirror_tensors().at("layername.input"), {.output_attentions = true}), model));
 }
 
-DOCTEST_TEST_CASE("against Python: patch_output_recorders - keys in Python's regex syntax, the replacement and its subclasses alone, a list of recorders left alone") {
+DOCTEST_TEST_CASE("against Python: patch_output_recorders - keys in Python's regex syntax, the replacement and its subclasses alone") {
   // Python's order: ToyLayer matches both patterns, the first registered wins; ToyAttn matches the
   // pattern "(?i)^toy" registered before it, but an exact key comes first.
   PatchKeys cleanup{{"(?i)^toylayer$", "(?i)^toy", "ToyAttn"}};
@@ -137,17 +137,25 @@ DOCTEST_TEST_CASE("against Python: patch_output_recorders - keys in Python's reg
   DOCTEST_CHECK(report[1].replacement == "FusedToyAttn");
   // Patched: FastToyLayer and FusedToyAttn, SubFusedToyAttn too (isinstance), no longer the originals.
   check_against_python("patch.patched", tracetorch::to_tuple(model(x, both), model));
-
-  // Two recorders under one key stay as they were: SelfCrossToy still records its ToyAttn modules.
-  SelfCrossToy listed;
-  const auto listed_report = tracetorch::patch_output_recorders(listed);
-  DOCTEST_REQUIRE(listed_report.size() == 2);
-  DOCTEST_CHECK(listed_report[0].replacement.empty());
-  DOCTEST_CHECK(listed_report[1].replacement.empty());
-  check_against_python("patch.list_left_alone",
-                       tracetorch::to_tuple(listed(mirror_tensors().at("selfcross.input"), {.output_attentions = true}), listed));
   tracetorch::unpatch_output_recorders();
   check_against_python("patch.registered", tracetorch::to_tuple(model(x, both), model));
+}
+
+DOCTEST_TEST_CASE("against Python: patch_output_recorders leaves a record of two recorders as it is") {
+  PatchKeys cleanup{{"ToyAttn"}};
+  struct Unpatch {
+    ~Unpatch() { tracetorch::unpatch_output_recorders(); }
+  } unpatch;
+  tracetorch::register_patch_mapping({{"ToyAttn", tracetorch::replacement<FusedToyAttn>()}});
+  // Upstream swaps a bare class or an OutputRecorder's target, not a list: SelfCrossToy's two
+  // recorders under attentions still record its ToyAttn modules.
+  SelfCrossToy listed;
+  const auto report = tracetorch::patch_output_recorders(listed);
+  DOCTEST_REQUIRE(report.size() == 2);
+  DOCTEST_CHECK(report[0].replacement.empty());
+  DOCTEST_CHECK(report[1].replacement.empty());
+  check_against_python("patch.list_left_alone",
+                       tracetorch::to_tuple(listed(mirror_tensors().at("selfcross.input"), {.output_attentions = true}), listed));
 }
 
 }  // DOCTEST_TEST_SUITE
