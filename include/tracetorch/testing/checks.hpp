@@ -92,4 +92,36 @@ void check_outputs_close(const std::string& what, const Out& actual, const Out& 
   for (std::size_t i = 0; i < a.size(); ++i) check_close(what + ": " + a[i].name, a[i].tensor, b[i].tensor, atol);
 }
 
+/// Each output `options` asks for is in `out`: hidden_states, attentions, and every other key
+/// (`output_router_logits=True`...) with at least one value, as the model's record map promises.
+template <class Out>
+void check_requested_outputs(const std::string& what, const Out& out, const OutputOptions& options) {
+  if constexpr (requires { out.hidden_states.has_value(); }) {
+    if (options.output_hidden_states && options.output_hidden_states->any()) {
+      DOCTEST_CHECK_MESSAGE(out.hidden_states.has_value(), what << ": output_hidden_states=True: no hidden_states returned");
+    }
+  }
+  if constexpr (requires { out.attentions.has_value(); }) {
+    if (options.output_attentions.value_or(false)) {
+      DOCTEST_CHECK_MESSAGE(out.attentions.has_value(), what << ": output_attentions=True: no attentions returned");
+    }
+  }
+  if constexpr (::tracetorch::detail::has_output_fields<Out>) {
+    for (const auto& flag : options.output) {
+      if (!flag.value) continue;
+      bool found = false;
+      tracetorch_fields(out, [&](const char* field, const auto& value) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, std::optional<std::vector<torch::Tensor>>>) {
+          if (flag.key.name() != field) return;
+          found = true;
+          const bool returned = value.has_value() && !value->empty();
+          const std::string problem = std::string(value ? "no values" : "None") + " returned";
+          DOCTEST_CHECK_MESSAGE(returned, what << ": output_" << std::string(field) << "=True: " << problem);
+        }
+      });
+      DOCTEST_CHECK_MESSAGE(found, what << ": output_" << std::string(flag.key.name()) << ": the output struct has no such field");
+    }
+  }
+}
+
 }  // namespace tracetorch::testing::detail

@@ -21,16 +21,16 @@
 
 namespace tracetorch::testing::detail {
 
-/// Two forwards in eval mode give the same outputs.
+/// Two forwards in eval mode give the same outputs, every one the model can return asked for.
 struct test_determinism {
   static constexpr std::string_view name = "test_determinism";
   template <class Tester>
   static void run() {
-    using Out = output_t<Tester>;
     Setup<Tester> s;
     torch::NoGradGuard no_grad;
-    const auto first = s.forward(all_outputs<Out>());
-    const auto second = s.forward(all_outputs<Out>());
+    const auto first = s.forward(all_outputs<Tester>());
+    check_requested_outputs("first forward", first, all_outputs<Tester>());
+    const auto second = s.forward(all_outputs<Tester>());
     check_outputs_close("second forward", second, first, 1e-5);
   }
 };
@@ -105,15 +105,14 @@ struct test_batching_equivalence {
   static constexpr std::string_view name = "test_batching_equivalence";
   template <class Tester>
   static void run() {
-    using Out = output_t<Tester>;
     Setup<Tester> s;
     torch::NoGradGuard no_grad;
     DOCTEST_REQUIRE_MESSAGE(s.sizes.batch_size >= 2, "the tester's batch_size must be at least 2");
-    const auto batched = output_tensors(s.forward(all_outputs<Out>()));
+    const auto batched = output_tensors(s.forward(all_outputs<Tester>()));
     for (std::int64_t row = 0; row < s.sizes.batch_size; ++row) {
       Inputs single;
       for (const auto& [key, tensor] : s.inputs) single[key] = tensor.slice(0, row, row + 1);
-      const auto alone = output_tensors(s.forward(single, all_outputs<Out>()));
+      const auto alone = output_tensors(s.forward(single, all_outputs<Tester>()));
       DOCTEST_REQUIRE(alone.size() == batched.size());
       for (std::size_t i = 0; i < alone.size(); ++i) {
         if (!batched[i].tensor.defined()) continue;
@@ -129,7 +128,6 @@ struct test_non_contiguous_input {
   static constexpr std::string_view name = "test_non_contiguous_input";
   template <class Tester>
   static void run() {
-    using Out = output_t<Tester>;
     Setup<Tester> s;
     torch::NoGradGuard no_grad;
     Inputs strided;
@@ -140,7 +138,7 @@ struct test_non_contiguous_input {
       DOCTEST_CHECK_MESSAGE(strided_now, key << " is still contiguous");
       DOCTEST_CHECK(torch::equal(strided[key], tensor));
     }
-    check_outputs_close("non-contiguous inputs", s.forward(strided, all_outputs<Out>()), s.forward(all_outputs<Out>()), 1e-5);
+    check_outputs_close("non-contiguous inputs", s.forward(strided, all_outputs<Tester>()), s.forward(all_outputs<Tester>()), 1e-5);
   }
 };
 

@@ -12,7 +12,9 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "tracetorch/capture.hpp"
 #include "tracetorch/detail/testing/common_test_names.hpp"
@@ -88,12 +90,53 @@ concept has_attentions = requires(Out& out) { out.attentions.has_value(); out.at
 template <class Out>
 concept has_cross_attentions = requires(Out& out) { out.cross_attentions.has_value(); out.cross_attentions->size(); };
 
-/// Every output the model's output struct can hold.
-template <class Out>
+/// The model class behind a holder (`LlamaModel` -> its traced `LlamaModelImpl`), or the type itself.
+template <class T>
+struct model_class {
+  using type = T;
+};
+template <class T>
+  requires requires { typename T::ContainedType; }
+struct model_class<T> {
+  using type = typename T::ContainedType;
+};
+template <class T>
+using model_class_t = typename model_class<T>::type;
+
+/// Whether the record map `Records` (a tuple of records) declares `key`.
+template <class Records>
+constexpr bool record_map_declares(std::string_view key) {
+  return []<class... Record>(std::string_view name, std::tuple<Record...>*) {
+    return ((Record::field == name) || ...);
+  }(key, static_cast<Records*>(nullptr));
+}
+
+/// `output_<key>=True` for `Field` when the model's record map declares it.
+template <class Model, class Field>
+void add_declared_flag(std::vector<OutputFlag>& flags) {
+  if constexpr (requires { Model::can_record_outputs; }) {
+    using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
+    if constexpr (::tracetorch::detail::role_of(Field::name) == ::tracetorch::detail::OutputRole::keyed &&
+                  record_map_declares<Records>(Field::name)) {
+      flags.push_back({OutputKey(Field::member), true});
+    }
+  }
+}
+
+/// Every output the model can return: hidden_states and attentions when its output struct holds
+/// them, and every other key its record map declares (`output_router_logits=True`...).
+template <class Tester>
 OutputOptions all_outputs() {
+  using Out = output_t<Tester>;
+  using Model = model_class_t<model_t<Tester>>;
   OutputOptions options;
   if constexpr (has_hidden_states<Out>) options.output_hidden_states = true;
   if constexpr (has_attentions<Out> || has_cross_attentions<Out>) options.output_attentions = true;
+  if constexpr (::tracetorch::detail::has_output_fields<Out>) {
+    [&]<class... Field>(std::tuple<Field...>*) {
+      (add_declared_flag<Model, Field>(options.output), ...);
+    }(static_cast<::tracetorch::detail::output_fields_t<Out>*>(nullptr));
+  }
   return options;
 }
 

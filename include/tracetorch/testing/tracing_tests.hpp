@@ -45,10 +45,9 @@ struct test_capture_leaves_outputs_unchanged {
   static constexpr std::string_view name = "test_capture_leaves_outputs_unchanged";
   template <class Tester>
   static void run() {
-    using Out = output_t<Tester>;
     Setup<Tester> s;
     const auto plain = s.forward();
-    const auto captured = s.forward(all_outputs<Out>());
+    const auto captured = s.forward(all_outputs<Tester>());
     check_close("last_hidden_state with capture", captured.last_hidden_state, plain.last_hidden_state, 0, 0);
     const auto again = s.forward();
     check_outputs_close("a plain call after a capture", again, plain, 0);

@@ -1,34 +1,22 @@
 #!/usr/bin/env python3
 """Writes tests/data/capture_mirror/{capture_mirror.safetensors, capture_mirror.json}: the weights,
 inputs and captured outputs of small models under transformers' output-capturing rules, computed
-in Python, for tests/test_capture_mirror.cpp to compare with tracetorch's capture_outputs.
+in Python, for tests/test_capture_mirror.cpp and tests/test_capture_mirror_rules.cpp to compare
+with tracetorch's capture_outputs.
 
     python3 tests/data/capture_mirror/make_capture_mirror.py      # plain torch; no transformers
 
 The models are the C++ test toys, rebuilt here module for module with the same parameter names:
 MoeModel (tests/router_toys.hpp: Qwen2-MoE's top-k router, router_logits recorded through a
-declared key), ToyModel, SelfCrossToy and VisionToy (tests/capture_toys.hpp).
-
-`capture` below restates the semantics of transformers' utils/output_capturing.py (v5:
-`capture_outputs`, `OutputRecorder`, `recursively_install_hooks`) as read from its source:
-- each key of the record map is asked for by `output_<key>` from the call's keywords, else the
-  config's attribute of that name, else False; cross_attentions follows output_attentions;
-- a recorder given as a bare class records element 0 for a key containing "hidden_states", else 1;
-- hooks go on every module that is an instance of the target class (isinstance) and, when the
-  recorder has a layer_name, whose dotted path (".a.b", with a leading dot) contains it;
-- a hook appends element `index` of a tuple output (skipped when None), a non-tuple output whole;
-  for "hidden_states" the first hooked call also appends its first positional argument first;
-- hidden_states drops its last value and ends with the output's vision_hidden_states, else its
-  last_hidden_state (unless tie_last_hidden_states=False);
-- two recorders under "attentions" are split by position: even values attentions, odd ones
-  cross_attentions;
-- captured fields are set on the output after the forward's own ones, in record-map order, and
-  to_tuple() lists the set fields in the order they were set.
+declared key), ToyModel, SelfCrossToy and VisionToy (tests/capture_toys.hpp), NestedToy,
+PatchToy and LayerNameToy (tests/test_capture_mirror_rules.cpp). upstream_capture.py restates
+upstream's rules (capture, hooks, patch registry); its docstring lists them.
 
 JSON: {"cases": {name: {"items": [[field, count or null], ...]}}}, items in to_tuple() order, a
 count for a tuple field, null for a tensor. Tensors: "<case>.<field>" or "<case>.<field>.<i>";
 weights "<model>.<parameter name>"; inputs "<model>.input".
 """
+import copy
 import json
 import pathlib
 import struct
@@ -37,84 +25,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import upstream_capture
+from upstream_capture import CapturingModel, Config, Recorder, capture, patch_output_recorders
+
 HERE = pathlib.Path(__file__).resolve().parent
-
-
-# ---- upstream's capture rules, restated --------------------------------------------------------
-
-class Recorder:
-    def __init__(self, target, index=0, layer_name=None):
-        self.target, self.index, self.layer_name = target, index, layer_name
-
-
-def recorders_of(record_map):
-    tasks = []
-    for key, specs in record_map.items():
-        for spec in specs if isinstance(specs, list) else [specs]:
-            if not isinstance(spec, Recorder):
-                spec = Recorder(spec, 0 if "hidden_states" in key else 1)
-            tasks.append((key, spec))
-    return tasks
-
-
-def requested_keys(record_map, kwargs, config):
-    def flag(name):
-        return kwargs.get(name, getattr(config, name, False))
-    wanted = {key: flag("output_" + key) for key in record_map}
-    if "cross_attentions" in record_map:
-        wanted["cross_attentions"] = flag("output_attentions")
-    return [key for key in record_map if wanted[key]]
-
-
-def hook_modules(module, path, tasks, collected, handles):
-    for name, child in module.named_children():
-        hook_modules(child, f"{path}.{name}", tasks, collected, handles)
-    for key, spec in tasks:
-        if not isinstance(module, spec.target):
-            continue
-        if spec.layer_name is not None and spec.layer_name not in path:
-            continue
-
-        def hook(_, args, output, key=key, index=spec.index):
-            if key not in collected:
-                return
-            if key == "hidden_states" and not collected[key]:
-                collected[key].append(args[0])
-            if not isinstance(output, tuple):
-                collected[key].append(output)
-            elif output[index] is not None:
-                collected[key].append(output[index])
-        handles.append(module.register_forward_hook(hook))
-
-
-def capture(model, record_map, forward, kwargs, tie_last_hidden_states=True, fields=("last_hidden_state",)):
-    """Runs forward() (which returns an ordered dict of the forward's own non-None fields) with
-    `record_map`'s hooks, and returns the output with the captured fields set after them. `fields`
-    are the output class's declared fields other than the captured ones (upstream's hasattr)."""
-    collected = {key: [] for key in requested_keys(record_map, kwargs, model.config)}
-    handles = []
-    hook_modules(model, "", recorders_of(record_map), collected, handles)
-    try:
-        outputs = forward()
-    finally:
-        for handle in handles:
-            handle.remove()
-    for key, values in collected.items():
-        if key == "hidden_states" and tie_last_hidden_states:
-            tie_field = next((f for f in ("vision_hidden_states", "last_hidden_state") if f in fields), None)
-            if tie_field is not None:
-                values = values[:-1] + [outputs.get(tie_field)]
-        if key == "attentions" and isinstance(record_map[key], list) and len(record_map[key]) == 2:
-            outputs["attentions"] = tuple(values[0::2])
-            outputs["cross_attentions"] = tuple(values[1::2])
-        else:
-            outputs[key] = tuple(values)
-    return outputs
-
-
-class Config:
-    def __init__(self, **flags):
-        self.__dict__.update(flags)
 
 
 # ---- the models (tests/router_toys.hpp, tests/capture_toys.hpp) ---------------------------------
@@ -171,15 +85,16 @@ class MoeDecoderLayer(nn.Module):
         return h + self.mlp(h)
 
 
-class MoeModel(nn.Module):
+class MoeModel(CapturingModel):
+    # Qwen2MoePreTrainedModel._can_record_outputs, in its order
+    can_record = {"router_logits": Recorder(TopKRouter, index=0), "hidden_states": MoeDecoderLayer,
+                  "attentions": MoeAttention}
+
     def __init__(self, hidden=4, experts=4, top_k=2, layers=2):
         super().__init__()
         self.config = Config(output_router_logits=False, output_attentions=False)
         self.layers = nn.ModuleList(MoeDecoderLayer(hidden, experts, top_k) for _ in range(layers))
         self.norm = nn.Parameter(torch.ones(hidden))
-        # Qwen2MoePreTrainedModel._can_record_outputs, in its order
-        self.record_map = {"router_logits": Recorder(TopKRouter, index=0), "hidden_states": MoeDecoderLayer,
-                           "attentions": MoeAttention}
 
     def forward(self, inputs_embeds, **kwargs):
         def body():
@@ -187,7 +102,7 @@ class MoeModel(nn.Module):
             for layer in self.layers:
                 h = layer(h)
             return {"last_hidden_state": h * self.norm}
-        return capture(self, self.record_map, body, kwargs)
+        return capture(self, body, kwargs)
 
 
 class ToyLayer(nn.Module):
@@ -204,13 +119,14 @@ class ToyAttn(nn.Module):
         return x * 2, torch.softmax(x, dim=-1)
 
 
-class ToyModel(nn.Module):
+class ToyModel(CapturingModel):
+    can_record = {"hidden_states": ToyLayer, "attentions": ToyAttn}
+
     def __init__(self, layers, width):
         super().__init__()
         self.config = Config()
         self.attn = nn.ModuleList(ToyAttn() for _ in range(layers))
         self.block = nn.ModuleList(ToyLayer(width) for _ in range(layers))
-        self.record_map = {"hidden_states": ToyLayer, "attentions": ToyAttn}
 
     def forward(self, x, tie=True, **kwargs):
         def body():
@@ -218,17 +134,18 @@ class ToyModel(nn.Module):
             for attn, block in zip(self.attn, self.block):
                 h = block(attn(h)[0])
             return {"last_hidden_state": h * 10}
-        return capture(self, self.record_map, body, kwargs, tie_last_hidden_states=tie)
+        return capture(self, body, kwargs, tie_last_hidden_states=tie)
 
 
-class SelfCrossToy(nn.Module):
+class SelfCrossToy(CapturingModel):
+    can_record = {"attentions": [Recorder(ToyAttn, 1, ".self_attn"), Recorder(ToyAttn, 1, ".cross_attn")]}
+
     def __init__(self):
         super().__init__()
         self.config = Config()
         for i in range(2):
             self.add_module(f"self_attn{i}", ToyAttn())
             self.add_module(f"cross_attn{i}", ToyAttn())
-        self.record_map = {"attentions": [Recorder(ToyAttn, 1, ".self_attn"), Recorder(ToyAttn, 1, ".cross_attn")]}
 
     def forward(self, x, **kwargs):
         def body():
@@ -237,21 +154,125 @@ class SelfCrossToy(nn.Module):
                 a = getattr(self, f"self_attn{i}")(h)[0]
                 h = getattr(self, f"cross_attn{i}")(a + 1)[0]
             return {"last_hidden_state": h}
-        return capture(self, self.record_map, body, kwargs)
+        return capture(self, body, kwargs)
 
 
-class VisionToy(nn.Module):
+class VisionToy(CapturingModel):
+    can_record = {"hidden_states": ToyLayer}
+
     def __init__(self):
         super().__init__()
         self.config = Config()
         self.first, self.second = ToyLayer(4), ToyLayer(4)
-        self.record_map = {"hidden_states": ToyLayer}
 
     def forward(self, x, **kwargs):
         def body():
             h = self.second(self.first(x))
             return {"last_hidden_state": h * 10, "vision_hidden_states": h * 3}
-        return capture(self, self.record_map, body, kwargs, fields=("last_hidden_state", "vision_hidden_states"))
+        return capture(self, body, kwargs, fields=("last_hidden_state", "vision_hidden_states"))
+
+
+# ---- tests/test_capture_mirror_rules.cpp: nested models, patch mapping, layer_name ---------------
+
+class NestedToy(CapturingModel):
+    """A ToyModel inside: the outer record map stops there, the inner one records its own layers."""
+    can_record = {"hidden_states": ToyLayer, "attentions": ToyAttn}
+
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.inner, self.own, self.layer = ToyModel(2, 4), ToyAttn(), ToyLayer(4)
+
+    def forward(self, x, **kwargs):
+        def body():
+            self.inner_output = self.inner(x, **kwargs)
+            return {"last_hidden_state": self.layer(self.own(self.inner_output["last_hidden_state"])[0])}
+        return capture(self, body, kwargs)
+
+
+class FusedToyAttn(ToyAttn):
+    pass
+
+
+class SubFusedToyAttn(FusedToyAttn):
+    pass
+
+
+class FastToyLayer(ToyLayer):
+    pass
+
+
+class OtherAttn(nn.Module):
+    def forward(self, x):
+        return x * 2, torch.softmax(x, dim=-1)
+
+
+class PatchToy(CapturingModel):
+    """Originals and replacements side by side, to see which ones patching leaves recorded."""
+    can_record = {"hidden_states": Recorder(ToyLayer, 0), "attentions": ToyAttn}
+
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.attn, self.layer, self.fused = ToyAttn(), ToyLayer(4), FusedToyAttn()
+        self.fast_layer, self.fused_sub = FastToyLayer(4), SubFusedToyAttn()
+
+    def forward(self, x, **kwargs):
+        def body():
+            h = self.layer(self.attn(x)[0])
+            h = self.fast_layer(self.fused(h)[0])
+            return {"last_hidden_state": self.fused_sub(h)[0]}
+        return capture(self, body, kwargs)
+
+
+class LayerNameToy(CapturingModel):
+    """layer_name "attn.1" is in .attn.1 and in .cross_attn.1; ".cross" in both .cross_attn.i."""
+    can_record = {"attentions": Recorder(ToyAttn, 1, "attn.1"), "cross_attentions": Recorder(ToyAttn, 0, ".cross")}
+
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.attn = nn.ModuleList(ToyAttn() for _ in range(2))
+        self.cross_attn = nn.ModuleList(ToyAttn() for _ in range(2))
+
+    def forward(self, x, **kwargs):
+        def body():
+            h = x
+            for attn, cross in zip(self.attn, self.cross_attn):
+                h = cross(attn(h)[0] + 1)[0]
+            return {"last_hidden_state": h}
+        return capture(self, body, kwargs)
+
+
+def add_rule_cases(generator, tensors, cases):
+    nested = NestedToy()
+    fill(nested, "nested", generator, tensors)
+    x = tensors["nested.input"] = torch.randn(2, 4, generator=generator)
+    add_case("nested.outer", nested(x, output_hidden_states=True, output_attentions=True), tensors, cases)
+    add_case("nested.inner", nested.inner_output, tensors, cases)
+
+    x = tensors["layername.input"] = torch.randn(1, 4, generator=generator)
+    add_case("layername.substring", LayerNameToy()(x, output_attentions=True), tensors, cases)
+
+    record_maps = {model: copy.deepcopy(model.can_record) for model in (PatchToy, SelfCrossToy)}
+    upstream_capture.patch_mapping.update({"(?i)^toylayer$": FastToyLayer, "(?i)^toy": OtherAttn,
+                                           "ToyAttn": FusedToyAttn})
+    registered = PatchToy()
+    fill(registered, "patch", generator, tensors)
+    x = tensors["patch.input"] = torch.randn(1, 4, generator=generator)
+    add_case("patch.registered", registered(x, output_hidden_states=True, output_attentions=True), tensors, cases)
+    # Upstream patches at construction (from_pretrained): a fresh instance, which installs its hooks
+    # after the patch. The patch changes the class's record map, so every instance of it.
+    patched = PatchToy()
+    patched.load_state_dict(registered.state_dict())
+    patch_output_recorders(patched)
+    add_case("patch.patched", patched(x, output_hidden_states=True, output_attentions=True), tensors, cases)
+    listed = SelfCrossToy()
+    patch_output_recorders(listed)
+    add_case("patch.list_left_alone", listed(tensors["selfcross.input"], output_attentions=True), tensors, cases)
+    upstream_capture.patch_mapping.clear()
+    for model, record_map in record_maps.items():
+        model.can_record = record_map
 
 
 # ---- the file -----------------------------------------------------------------------------------
@@ -317,6 +338,8 @@ def main():
     fill(vision, "vision", generator, tensors)
     x = tensors["vision.input"] = torch.randn(1, 4, generator=generator)
     add_case("vision.tied", vision(x, output_hidden_states=True), tensors, cases)
+
+    add_rule_cases(generator, tensors, cases)
 
     save_safetensors(HERE / "capture_mirror.safetensors", tensors)
     lines = [f' "{name}": {json.dumps(case)}' for name, case in cases.items()]

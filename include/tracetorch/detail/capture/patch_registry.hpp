@@ -25,9 +25,17 @@ namespace tracetorch {
 struct PatchReplacement {
   std::type_index type;
   std::string name;
+  /// isinstance(module, replacement): once patched, a recorder records the replacement's
+  /// subclasses too, as upstream's isinstance test on the swapped-in target class.
+  bool (*is_instance)(const torch::nn::Module&) = nullptr;
 };
 
 namespace detail {
+
+template <class Impl>
+bool is_module_of(const torch::nn::Module& module) {
+  return dynamic_cast<const Impl*>(&module) != nullptr;
+}
 
 template <class T>
 PatchReplacement replacement_for() {
@@ -36,7 +44,7 @@ PatchReplacement replacement_for() {
 #else
   static_assert(is_traceable_v<T>, "tracetorch::replacement: the replacement type was never declared TRACEABLE");
   using Traced = traced_type_t<T>;
-  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name)};
+  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name), &is_module_of<typename Traced::ImplType>};
 #endif
 }
 

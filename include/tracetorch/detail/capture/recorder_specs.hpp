@@ -34,7 +34,9 @@ void resolve_targets(RecorderSpec& spec, const PatchedTargets& patched) {
   using Traced = typename Recorder::target;
   using Impl = typename Traced::ImplType;
   if (const auto found = patched.find(Traced::registered_name); found != patched.end()) {
-    spec.types.push_back(found->second.type);  // upstream swaps the target class for the replacement
+    // Upstream swaps the target class for the replacement, still tested with isinstance.
+    spec.is_target = found->second.is_instance;
+    if (spec.is_target == nullptr) spec.types.push_back(found->second.type);
     return;
   }
   spec.is_target = &is_instance_of<Impl>;
@@ -56,10 +58,14 @@ void add_recorder_spec(std::vector<RecorderSpec>& specs, std::size_t slot, const
   specs.push_back(std::move(spec));
 }
 
+/// A record that lists several recorders is never patched: upstream's patch_output_recorders
+/// swaps a bare class or an OutputRecorder's target, and leaves a list as it is.
 template <class Record, class... Recorders>
 void add_record_specs(std::vector<RecorderSpec>& specs, std::size_t slot, const PatchedTargets& patched,
                       std::tuple<Recorders...>*) {
-  (add_recorder_spec<Record, Recorders>(specs, slot, patched), ...);
+  const PatchedTargets none;
+  const PatchedTargets& used = sizeof...(Recorders) > 1 ? none : patched;
+  (add_recorder_spec<Record, Recorders>(specs, slot, used), ...);
 }
 
 template <class Record>
