@@ -8,7 +8,7 @@ Run with /usr/bin/python3 (torch 1.13.1), giving the directory of the reference 
 
 Each case traces a two-module model, `Kinds(echo=Echo())`, whose root passes its one input to
 `echo`, which returns it: one tensor, as input of the root and as input and output of a leaf.
-The C++ test (tests/test_reliability.cpp) builds the same tensor from the same recipe and
+The C++ test (tests/test_reliability_tensors.cpp) builds the same tensor from the same recipe and
 compares its trace file with Python's, byte for byte.
 
 Recipe: "values" = arange(n) in float64, times scale, plus offset, cast to dtype ("ramp"),
