@@ -1709,9 +1709,17 @@ namespace tracetorch {
 struct PatchReplacement {
   std::type_index type;
   std::string name;
+  /// isinstance(module, replacement): once patched, a recorder records the replacement's
+  /// subclasses too, as upstream's isinstance test on the swapped-in target class.
+  bool (*is_instance)(const torch::nn::Module&) = nullptr;
 };
 
 namespace detail {
+
+template <class Impl>
+bool is_module_of(const torch::nn::Module& module) {
+  return dynamic_cast<const Impl*>(&module) != nullptr;
+}
 
 template <class T>
 PatchReplacement replacement_for() {
@@ -1720,7 +1728,7 @@ PatchReplacement replacement_for() {
 #else
   static_assert(is_traceable_v<T>, "tracetorch::replacement: the replacement type was never declared TRACEABLE");
   using Traced = traced_type_t<T>;
-  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name)};
+  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name), &is_module_of<typename Traced::ImplType>};
 #endif
 }
 
@@ -1822,12 +1830,20 @@ bool is_instance_of(const torch::nn::Module& module) {
 /// Per recorder target (by class name), the replacement it records instead.
 using PatchedTargets = std::map<std::string, PatchReplacement, std::less<>>;
 
+/// One recorder of a record map: its field, its target's class name, and whether its record lists
+/// several recorders (upstream's patch_output_recorders leaves such a list as it is).
+struct RecorderTarget {
+  std::string_view field;
+  std::string_view target;
+  bool listed;
+};
+
 /// A model class whose forward runs capture_outputs: transformers' PreTrainedModel with a record
 /// map. Registered once per class, before main, by the capture_outputs it instantiates.
 struct CapturingModelType {
   std::type_index type;
   bool (*is_instance)(const torch::nn::Module&);
-  void (*recorder_targets)(std::vector<std::pair<std::string_view, std::string_view>>&);  // (field, class name)
+  void (*recorder_targets)(std::vector<RecorderTarget>&);
 };
 
 struct CapturingModels {
@@ -1843,12 +1859,12 @@ inline CapturingModels& capturing_models() {
 }
 
 template <class Record, class... Recorders>
-void append_record_targets(std::vector<std::pair<std::string_view, std::string_view>>& out, std::tuple<Recorders...>*) {
-  (out.emplace_back(Record::field, Recorders::target::registered_name), ...);
+void append_record_targets(std::vector<RecorderTarget>& out, std::tuple<Recorders...>*) {
+  (out.push_back({Record::field, Recorders::target::registered_name, sizeof...(Recorders) > 1}), ...);
 }
 
 template <class Model>
-void record_map_targets(std::vector<std::pair<std::string_view, std::string_view>>& out) {
+void record_map_targets(std::vector<RecorderTarget>& out) {
   using Records = std::remove_cvref_t<decltype(Model::can_record_outputs)>;
   std::apply([&](auto... record) { (append_record_targets<decltype(record)>(out, static_cast<typename decltype(record)::recorders*>(nullptr)), ...); },
              Records{});
@@ -1870,10 +1886,10 @@ inline std::vector<std::string_view> declared_record_keys() {
   auto& models = capturing_models();
   std::lock_guard lock(models.mutex);
   std::vector<std::string_view> keys;
-  std::vector<std::pair<std::string_view, std::string_view>> targets;
+  std::vector<RecorderTarget> targets;
   for (const auto& type : models.types) type.recorder_targets(targets);
   for (const auto& target : targets) {
-    if (std::find(keys.begin(), keys.end(), target.first) == keys.end()) keys.push_back(target.first);
+    if (std::find(keys.begin(), keys.end(), target.field) == keys.end()) keys.push_back(target.field);
   }
   return keys;
 }
@@ -1923,13 +1939,14 @@ PatchedTargets patched_recorders() {
 }
 
 /// Resolves one model class's recorders against the patch registry, records each replacement
-/// found, and says what each recorder now records.
+/// found, and says what each recorder now records. A recorder in a list keeps its target, as
+/// upstream's patch_output_recorders leaves a list of recorders as it is.
 inline void patch_model_class(const CapturingModelType& type, std::vector<PatchedRecorder>& report) {
   auto& models = capturing_models();
-  std::vector<std::pair<std::string_view, std::string_view>> targets;
+  std::vector<RecorderTarget> targets;
   type.recorder_targets(targets);
-  for (const auto& [field, target] : targets) {
-    auto replacement = find_patch_replacement(target);
+  for (const auto& [field, target, listed] : targets) {
+    auto replacement = listed ? std::nullopt : find_patch_replacement(target);
     report.push_back({std::string(field), std::string(target), replacement ? replacement->name : std::string()});
     if (!replacement) continue;
     std::lock_guard lock(models.mutex);
@@ -2582,7 +2599,9 @@ void resolve_targets(RecorderSpec& spec, const PatchedTargets& patched) {
   using Traced = typename Recorder::target;
   using Impl = typename Traced::ImplType;
   if (const auto found = patched.find(Traced::registered_name); found != patched.end()) {
-    spec.types.push_back(found->second.type);  // upstream swaps the target class for the replacement
+    // Upstream swaps the target class for the replacement, still tested with isinstance.
+    spec.is_target = found->second.is_instance;
+    if (spec.is_target == nullptr) spec.types.push_back(found->second.type);
     return;
   }
   spec.is_target = &is_instance_of<Impl>;
@@ -2604,10 +2623,14 @@ void add_recorder_spec(std::vector<RecorderSpec>& specs, std::size_t slot, const
   specs.push_back(std::move(spec));
 }
 
+/// A record that lists several recorders is never patched: upstream's patch_output_recorders
+/// swaps a bare class or an OutputRecorder's target, and leaves a list as it is.
 template <class Record, class... Recorders>
 void add_record_specs(std::vector<RecorderSpec>& specs, std::size_t slot, const PatchedTargets& patched,
                       std::tuple<Recorders...>*) {
-  (add_recorder_spec<Record, Recorders>(specs, slot, patched), ...);
+  const PatchedTargets none;
+  const PatchedTargets& used = sizeof...(Recorders) > 1 ? none : patched;
+  (add_recorder_spec<Record, Recorders>(specs, slot, used), ...);
 }
 
 template <class Record>
