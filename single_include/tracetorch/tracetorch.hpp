@@ -7812,6 +7812,25 @@ class SpareFilesRegistry {
 #include <utility>
 #include <vector>
 
+// ---- begin tracetorch/detail/io/directory_at.hpp ----
+/// \file
+/// The directory operations publish() is made of, each relative to a directory's descriptor:
+/// renameat2 (exchange, no-replace), an entry's existence, a directory's names, fsync of a
+/// directory, and the copy of a file or a symbolic link from one directory to another where a
+/// hard link fails. Linux only; no LibTorch.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
 
 namespace tracetorch::detail {
 
@@ -7896,6 +7915,11 @@ inline bool copy_symlink_at(int from, int to, const char* name, int& error) {
 }
 
 }  // namespace publish_detail
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/directory_at.hpp ----
+
+namespace tracetorch::detail {
 
 // CarryOver (staged_directory.hpp): which entries of the replaced tree the new one keeps, asked
 // for each name that the staged tree does not have (a name the staged tree has is always the staged one).

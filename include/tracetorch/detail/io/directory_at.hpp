@@ -1,0 +1,106 @@
+#pragma once
+/// \file
+/// The directory operations publish() is made of, each relative to a directory's descriptor:
+/// renameat2 (exchange, no-replace), an entry's existence, a directory's names, fsync of a
+/// directory, and the copy of a file or a symbolic link from one directory to another where a
+/// hard link fails. Linux only; no LibTorch.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracetorch/detail/io/directory_lock.hpp"  // UniqueFd
+
+namespace tracetorch::detail {
+
+namespace publish_detail {
+
+inline constexpr unsigned kRenameNoReplace = 1;  // RENAME_NOREPLACE, <linux/fs.h>
+inline constexpr unsigned kRenameExchange = 2;   // RENAME_EXCHANGE
+
+/// renameat2 by its system call: glibc has a wrapper only from 2.28.
+inline int rename_at(int from_dir, const char* from, int to_dir, const char* to, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_renameat2, from_dir, from, to_dir, to, flags));
+}
+
+inline bool exists_at(int dir, const char* name) {
+  struct stat info {};
+  return ::fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/// The names in the directory open at `dir` (without "." and ".."); empty if it cannot be read.
+inline std::vector<std::string> entries_of(int dir) {
+  std::vector<std::string> names;
+  const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);  // closedir closes the descriptor it reads
+  if (copy < 0) return names;
+  DIR* stream = ::fdopendir(copy);
+  if (stream == nullptr) {
+    ::close(copy);
+    return names;
+  }
+  ::rewinddir(stream);
+  while (const dirent* entry = ::readdir(stream)) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(stream);
+  return names;
+}
+
+inline void sync_directory(const std::filesystem::path& directory) {
+  const UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd) ::fsync(fd.get());
+}
+
+/// Copies the regular file `name` of `from` into `to` (same name and permission bits).
+inline bool copy_file_at(int from, int to, const char* name, int& error) {
+  UniqueFd in(::openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat info {};
+  if (!in || ::fstat(in.get(), &info) != 0) return error = errno, false;
+  UniqueFd out(::openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, info.st_mode & 07777));
+  if (!out) return error = errno, false;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(in.get(), buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      if (got == 0) return true;
+      break;
+    }
+    for (ssize_t done = 0; done < got;) {
+      const ssize_t put = ::write(out.get(), buffer + done, static_cast<std::size_t>(got - done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) {
+        error = put < 0 ? errno : ENOSPC;
+        ::unlinkat(to, name, 0);
+        return false;
+      }
+      done += put;
+    }
+  }
+  error = errno;
+  ::unlinkat(to, name, 0);
+  return false;
+}
+
+/// A copy of the symbolic link `name` of `from` in `to`.
+inline bool copy_symlink_at(int from, int to, const char* name, int& error) {
+  std::string target(4096, '\0');
+  const ssize_t size = ::readlinkat(from, name, target.data(), target.size());
+  if (size < 0 || static_cast<std::size_t>(size) == target.size()) return error = size < 0 ? errno : ENAMETOOLONG, false;
+  target.resize(static_cast<std::size_t>(size));
+  if (::symlinkat(target.c_str(), to, name) != 0) return error = errno, false;
+  return true;
+}
+
+}  // namespace publish_detail
+
+}  // namespace tracetorch::detail
