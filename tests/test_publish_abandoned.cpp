@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -120,6 +121,39 @@ DOCTEST_TEST_CASE("removing an abandoned staging directory follows no link out o
   tracetorch::detail::remove_abandoned_inside(dbg, ".tracetorch-spares-");
   DOCTEST_CHECK_FALSE(fs::exists(fs::symlink_status(inside)));
   DOCTEST_CHECK(read_file(root / "outside" / "kept.txt") == "outside");
+}
+
+DOCTEST_TEST_CASE("a discarded staging directory is removed through its descriptor - never what now has its name") {
+  TempDir tmp;
+  const auto root = tmp.path();
+  fs::create_directory(root / "outside");
+  write_text(root / "outside" / "kept.txt", "outside");
+
+  // Another writer's publish moved the staging directory away and a directory of the user's took
+  // its name: discarding removes the moved directory (found through /proc) and leaves the user's.
+  std::optional<StagedDirectory> staged(std::in_place, root / "dbg");
+  const fs::path old_name = staged->path();
+  fs::create_directory(staged->path() / "sub");
+  write_text(staged->path() / "sub" / "part", "staged");
+  fs::create_directory_symlink(root / "outside", staged->path() / "link");
+  fs::rename(old_name, root / "moved");
+  fs::create_directory(old_name);
+  write_text(old_name / "users.txt", "user");
+  staged.reset();
+  DOCTEST_CHECK_FALSE(fs::exists(fs::symlink_status(root / "moved")));
+  DOCTEST_CHECK(read_file(old_name / "users.txt") == "user");
+  DOCTEST_CHECK(read_file(root / "outside" / "kept.txt") == "outside");
+
+  // Not moved: the staging directory and what it holds go, a link in it is not followed.
+  {
+    StagedDirectory plain(root / "dbg");
+    write_text(plain.path() / "part", "x");
+    fs::create_directory_symlink(root / "outside", plain.path() / "link");
+    const fs::path name = plain.path();
+    plain.discard();
+    DOCTEST_CHECK_FALSE(fs::exists(fs::symlink_status(name)));
+  }
+  DOCTEST_CHECK(file_names(root / "outside") == std::set<std::string>{"kept.txt"});
 }
 
 }  // DOCTEST_TEST_SUITE

@@ -2,8 +2,8 @@
 /// \file
 /// The directory operations publish() is made of, each relative to a directory's descriptor:
 /// renameat2 (exchange, no-replace), an entry's existence, a directory's names, fsync of a
-/// directory, and the copy of a file or a symbolic link from one directory to another where a
-/// hard link fails. Linux only; no LibTorch.
+/// directory, the copy of a file or a symbolic link from one directory to another where a hard
+/// link fails, and the removal of a tree through its descriptor. Linux only; no LibTorch.
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -99,6 +99,35 @@ inline bool copy_symlink_at(int from, int to, const char* name, int& error) {
   target.resize(static_cast<std::size_t>(size));
   if (::symlinkat(target.c_str(), to, name) != 0) return error = errno, false;
   return true;
+}
+
+/// Removes what the directory open at `dir` holds, through descriptors: entries are unlinked
+/// relative to it, subdirectories (opened without following a link) emptied the same way first,
+/// at most kMaxDepth levels down. False where something stays.
+inline bool remove_contents_at(int dir, int depth = 0) {
+  constexpr int kMaxDepth = 64;  // a staging directory is flat; a deeper tree is left, not recursed into
+  bool all_removed = true;
+  for (const auto& entry : entries_of(dir)) {
+    if (::unlinkat(dir, entry.c_str(), 0) == 0 || errno == ENOENT) continue;
+    const UniqueFd sub(::openat(dir, entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub || depth >= kMaxDepth || !remove_contents_at(sub.get(), depth + 1) ||
+        ::unlinkat(dir, entry.c_str(), AT_REMOVEDIR) != 0) {
+      all_removed = false;
+    }
+  }
+  return all_removed;
+}
+
+/// Removes the abandoned directory `name` of `parent`, which `fd` holds open and flocked: its
+/// contents through `fd`, then the name with rmdir where it still names that directory. Nothing
+/// but what that directory holds is removed, whatever the name comes to mean meanwhile (rmdir
+/// refuses a directory that is not empty).
+inline void remove_locked_tree(int parent, const std::string& name, int fd) {
+  if (!remove_contents_at(fd)) return;
+  struct stat locked {}, named {};
+  if (::fstat(fd, &locked) == 0 && ::fstatat(parent, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 && same_inode(locked, named)) {
+    ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+  }
 }
 
 }  // namespace publish_detail

@@ -100,35 +100,6 @@ inline bool put_back_entries(int abandoned, int staged, int target_fd, const Car
   return all_moved;
 }
 
-/// Removes what the directory open at `dir` holds, through descriptors: entries are unlinked
-/// relative to it, subdirectories (opened without following a link) emptied the same way first,
-/// at most kMaxDepth levels down. False where something stays.
-inline bool remove_contents_at(int dir, int depth = 0) {
-  constexpr int kMaxDepth = 64;  // a staging directory is flat; a deeper tree is left, not recursed into
-  bool all_removed = true;
-  for (const auto& entry : entries_of(dir)) {
-    if (::unlinkat(dir, entry.c_str(), 0) == 0 || errno == ENOENT) continue;
-    const UniqueFd sub(::openat(dir, entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!sub || depth >= kMaxDepth || !remove_contents_at(sub.get(), depth + 1) ||
-        ::unlinkat(dir, entry.c_str(), AT_REMOVEDIR) != 0) {
-      all_removed = false;
-    }
-  }
-  return all_removed;
-}
-
-/// Removes the abandoned directory `name` of `parent`, which `fd` holds open and flocked: its
-/// contents through `fd`, then the name with rmdir where it still names that directory. Nothing
-/// but what that directory holds is removed, whatever the name comes to mean meanwhile (rmdir
-/// refuses a directory that is not empty).
-inline void remove_locked_tree(int parent, const std::string& name, int fd) {
-  if (!remove_contents_at(fd)) return;
-  struct stat locked {}, named {};
-  if (::fstat(fd, &locked) == 0 && ::fstatat(parent, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 && same_inode(locked, named)) {
-    ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
-  }
-}
-
 }  // namespace publish_detail
 
 /// Removes the abandoned staging directories of `staged`'s target (no one holds their flock):

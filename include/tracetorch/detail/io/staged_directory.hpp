@@ -7,7 +7,6 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +23,7 @@
 #include <utility>
 
 #include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/io/directory_at.hpp"
 #include "tracetorch/detail/io/directory_lock.hpp"
 #include "tracetorch/detail/io/fault_injection.hpp"
 
@@ -84,12 +84,6 @@ inline bool is_staging_name(std::string_view name, std::string_view prefix) {
 
 /// `.<name>.tracetorch-kept-<16 random hex>`: where a tree that must never be removed is kept.
 inline std::string kept_name(const std::string& name) { return "." + name + ".tracetorch-kept-" + random_hex(); }
-
-/// renameat2(RENAME_NOREPLACE) by its system call (glibc has a wrapper only from 2.28).
-inline int rename_noreplace(const std::filesystem::path& from, const std::filesystem::path& to) {
-  constexpr unsigned kNoReplace = 1;  // RENAME_NOREPLACE, <linux/fs.h>
-  return static_cast<int>(::syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), kNoReplace));
-}
 
 /// The target as an absolute path without "." or ".." parts or a trailing separator.
 inline std::filesystem::path normalized_target(const std::filesystem::path& target) {
@@ -157,7 +151,9 @@ class StagedDirectory {
   /// with errno set where that fails.
   bool move_to(const std::filesystem::path& new_path) {
     if (injected_fault("move out")) return false;
-    if (publish_detail::rename_noreplace(path_, new_path) != 0) return false;
+    if (publish_detail::rename_at(AT_FDCWD, path_.c_str(), AT_FDCWD, new_path.c_str(), publish_detail::kRenameNoReplace) != 0) {
+      return false;
+    }
     path_ = new_path;
     return true;
   }
@@ -178,11 +174,16 @@ class StagedDirectory {
   /// Lets the directory go without removing it (it was removed or is another's now).
   void close_without_removing() noexcept { fd_.reset(); }
 
-  /// Removes the directory now (nothing where it was published or moved from).
+  /// Removes the directory now (nothing where it was published or moved from): what it holds
+  /// through its descriptor, then its name where that still names it. Another writer's publish
+  /// may have moved it, or put something else at its name: nothing but this directory is removed.
   void discard() noexcept {
     if (fd_ && owner_ == ::getpid()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(path_, ignored);
+      try {
+        follow();
+        publish_detail::remove_locked_tree(AT_FDCWD, path_.string(), fd_.get());
+      } catch (...) {  // out of memory for a name: the directory stays, as an abandoned one
+      }
     }
     fd_.reset();
   }
