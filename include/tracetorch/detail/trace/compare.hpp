@@ -19,6 +19,7 @@
 
 #include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/trace/align.hpp"
+#include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/detail/trace/printed_numbers.hpp"
 #include "tracetorch/detail/trace/reader.hpp"
 #include "tracetorch/detail/trace/results.hpp"
@@ -134,13 +135,12 @@ inline double dtype_epsilon(std::string_view dtype) {
   return 0;
 }
 
-inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
-
 /// bf16 or fp16 against another floating dtype (complex32 against another complex dtype): the
 /// numbers are compared. float32 against float64 stays a dtype mismatch: a port computing in
 /// another full precision is a bug to see; so does a complex tensor against a real one.
 inline bool comparable_across_dtypes(std::string_view a, std::string_view b) {
   const auto reduced = [](std::string_view d) { return d == "torch.bfloat16" || d == "torch.float16" || d == "torch.complex32"; };
+  using trace_format::is_complex_dtype;
   return dtype_epsilon(a) > 0 && dtype_epsilon(b) > 0 && is_complex_dtype(a) == is_complex_dtype(b) && (reduced(a) || reduced(b));
 }
 

@@ -33,6 +33,8 @@ inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
 inline constexpr char kShapePrefix[] = "torch.Size([";
 inline constexpr char kShapeSuffix[] = "])";
 inline constexpr char kDtypePrefix[] = "torch.";
+/// torch.complex32, torch.complex64, torch.complex128: compared part by part.
+inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
 
 // A value's place in its call, as the reader names it: "inputs.args.0", "inputs.kwargs.mask.1", "outputs".
 inline constexpr char kLocationSeparator = '.';

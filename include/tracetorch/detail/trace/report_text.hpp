@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/detail/trace/report.hpp"
 
 namespace tracetorch {
@@ -44,7 +45,7 @@ inline std::string accepted_text(const DiffReport& report, const std::optional<s
 /// What `compared` counts: a complex element counts twice, its real and its imaginary part.
 inline std::string compared_unit(const TensorDiff& t) {
   if (t.printed) return "printed values";
-  return t.reference_dtype.starts_with("torch.complex") ? "real and imaginary parts" : "elements";
+  return trace_format::is_complex_dtype(t.reference_dtype) ? "real and imaginary parts" : "elements";
 }
 
 /// A value's status with what explains it: its errors, or both sides' shapes, values or dtypes.
