@@ -5,6 +5,10 @@
 # translation unit (examples/llama/llama.cpp: modules and forwards, annotated, with the light
 # includes model code needs) with the same model in plain LibTorch (bench/plain_llama.cpp);
 # the TRACETORCH_DISABLE row is the annotated one with tracing compiled out (headers only).
+# Times on a shared VM move by tens of percent from run to run, so each row also gives the
+# fastest run and the compiler's own count of the memory it allocated (GCC's -ftime-report
+# "TOTAL"; one more, untimed compile): that figure is the same at every run, grows with the
+# parsing and instantiating a translation unit asks for, and shows a change that the times hide.
 #   bench/compile_cost.sh [N]        (run from the repository root; default N=3)
 set -euo pipefail
 runs=${1:-3}
@@ -37,16 +41,20 @@ done
 median() {  # median of the times recorded for $1
   printf '%s\n' ${times[$1]} | sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
 }
-plain=$(median plain)
-annotated=$(median annotated)
-disabled=$(median disabled)
-torch_only=$(median torch_only)
-with_tracetorch=$(median with_tracetorch)
-with_model_headers=$(median with_model_headers)
-printf '| translation unit | median s | ratio |\n| --- | --- | --- |\n'
-printf '| <torch/torch.h> alone | %.2f | 1.00 |\n' "$torch_only"
-printf '| <torch/torch.h> + <tracetorch/tracetorch.hpp> | %.2f | %.3f |\n' "$with_tracetorch" "$(echo "$with_tracetorch / $torch_only" | bc -l)"
-printf '| <torch/torch.h> + module.hpp, nn.hpp, capture.hpp (what model code needs) | %.2f | %.3f |\n' "$with_model_headers" "$(echo "$with_model_headers / $torch_only" | bc -l)"
-printf '| Llama, plain LibTorch (bench/plain_llama.cpp) | %.2f | 1.00 |\n' "$plain"
-printf '| Llama, annotated, TRACETORCH_DISABLE | %.2f | %.3f |\n' "$disabled" "$(echo "$disabled / $plain" | bc -l)"
-printf '| Llama, annotated (examples/llama/llama.cpp) | %.2f | %.3f |\n' "$annotated" "$(echo "$annotated / $plain" | bc -l)"
+fastest() { printf '%s\n' ${times[$1]} | sort -g | head -1; }
+declare -A memory
+for i in "${!names[@]}"; do  # GCC's allocated memory in MB, deterministic
+  memory[${names[$i]}]=$("$cxx" "${flags[@]}" ${extra[$i]} -ftime-report -c "${sources[$i]}" -o "$work/out.o" 2>&1 |
+                         awk '/^ TOTAL/ {print $NF + 0}')
+done
+row() {  # row LABEL NAME BASE_NAME
+  printf '| %s | %.2f | %.3f | %.2f | %.3f | %d | %.3f |\n' "$1" "$(median "$2")" "$(echo "$(median "$2") / $(median "$3")" | bc -l)" \
+    "$(fastest "$2")" "$(echo "$(fastest "$2") / $(fastest "$3")" | bc -l)" "${memory[$2]}" "$(echo "${memory[$2]} / ${memory[$3]}" | bc -l)"
+}
+printf '| translation unit | median s | ratio | fastest s | ratio | GCC memory MB | ratio |\n| --- | --- | --- | --- | --- | --- | --- |\n'
+row '<torch/torch.h> alone' torch_only torch_only
+row '<torch/torch.h> + <tracetorch/tracetorch.hpp>' with_tracetorch torch_only
+row '<torch/torch.h> + module.hpp, nn.hpp, capture.hpp (what model code needs)' with_model_headers torch_only
+row 'Llama, plain LibTorch (bench/plain_llama.cpp)' plain plain
+row 'Llama, annotated, TRACETORCH_DISABLE' disabled plain
+row 'Llama, annotated (examples/llama/llama.cpp)' annotated plain

@@ -198,7 +198,7 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <ranges>
+#include <iterator>  // std::ranges::range, begin and size (<ranges> costs more to parse)
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -441,7 +441,7 @@ TRACETORCH_DETAIL_CONFIG_MEMBER(use_cache);
 /// An output struct's fields by name, as TRACETORCH_OUTPUT declares them: how record maps and
 /// capture find a field (`"attentions"`, `&Output::attentions`) in a plain C++ struct.
 
-#include <boost/pfr.hpp>
+#include <boost/pfr/core.hpp>  // for_each_field, tuple_size_v (all of <boost/pfr.hpp> costs more to parse)
 #include <boost/preprocessor/cat.hpp>
 #include <boost/preprocessor/punctuation/comma_if.hpp>
 #include <boost/preprocessor/seq/for_each.hpp>
@@ -485,8 +485,6 @@ TRACETORCH_DETAIL_CONFIG_MEMBER(use_cache);
 
 #include <torch/torch.h>
 
-#include <boost/container/small_vector.hpp>
-
 #include <atomic>
 #include <cstddef>
 #include <mutex>
@@ -496,6 +494,7 @@ TRACETORCH_DETAIL_CONFIG_MEMBER(use_cache);
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 
 namespace tracetorch::detail {
@@ -671,8 +670,9 @@ class VoidResult final : public CallResult {
   void visit(ValueVisitor& visitor) const override { visitor.none(); }
 };
 
-/// The attachments a call entered, in the order entered. Almost always one or two.
-using EnteredAttachments = boost::container::small_vector<Attachment*, 4>;
+/// The attachments a call entered, in the order entered. Almost always one or two; the vector
+/// is made only on the traced path, where writing or capturing costs far more.
+using EnteredAttachments = std::vector<Attachment*>;
 
 /// Unwinds the entered attachments, last entered first.
 inline void unwind_attachments(const EnteredAttachments& entered) noexcept {
@@ -681,8 +681,9 @@ inline void unwind_attachments(const EnteredAttachments& entered) noexcept {
 
 /// Exits the entered attachments in the reverse of the order they were entered, so that
 /// observers that save and restore state (grad mode) nest properly. If one throws, those it
-/// would have been followed by are unwound instead.
-inline void exit_attachments(const EnteredAttachments& entered, const CallResult& view) {
+/// would have been followed by are unwound instead. Not inlined nor cloned into the callers (nor
+/// enter_attachments): one copy per program file, less for the compiler to optimize.
+[[gnu::noinline, gnu::noclone]] inline void exit_attachments(const EnteredAttachments& entered, const CallResult& view) {
   for (std::size_t i = entered.size(); i-- > 0;) {
     try {
       entered[i]->observer->on_exit(*entered[i], view);
@@ -696,10 +697,9 @@ inline void exit_attachments(const EnteredAttachments& entered, const CallResult
 /// Enters the observers attached to `module` that follow this call. The list is read under the
 /// shared lock, so no other thread can free an attachment while this one passes it; the
 /// attachments entered belong to observers that follow this thread, which keep them alive.
-template <class... A>
-EnteredAttachments enter_attachments(const TracedModuleBase& module, const A&... args) {
+/// Not a template: one copy per program file, whatever the modules' signatures.
+[[gnu::noinline, gnu::noclone]] inline EnteredAttachments enter_attachments(const TracedModuleBase& module, const CallArgs& view) {
   EnteredAttachments entered;
-  const CallArgsOf<A...> view(args...);
   std::shared_lock lock(attachment_mutex());
   try {
     for (Attachment* at = module.attachments_.load(std::memory_order_acquire); at != nullptr; at = at->next) {
@@ -717,7 +717,7 @@ EnteredAttachments enter_attachments(const TracedModuleBase& module, const A&...
 /// on_unwind follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
 template <class R, class Call, class... A>
 [[gnu::noinline]] R traced_call(const TracedModuleBase& module, Call&& call, const A&... args) {
-  const EnteredAttachments entered = enter_attachments(module, args...);
+  const EnteredAttachments entered = enter_attachments(module, CallArgsOf<A...>(args...));
   if (entered.empty()) return call();  // another thread's observers only
   const auto run = [&]() -> R {
     try {
@@ -1155,7 +1155,7 @@ struct member_name<Member> {
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <ranges>
+#include <iterator>  // std::ranges::range, begin and size (<ranges> costs more to parse)
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -1897,8 +1897,7 @@ inline std::vector<std::string_view> declared_record_keys() {
 /// The call's `output_<key>` flags: each key once, each declared by some record map in the
 /// program (upstream passes an unknown `output_x` on through **kwargs, where a misspelling goes
 /// unseen; a model in between that lacks the key still passes it on to the sub-model that has it).
-inline void check_output_keys(const OutputOptions& options) {
-  if (options.output.empty()) return;
+[[gnu::cold]] inline void check_declared_output_keys(const OutputOptions& options) {
   const auto declared = declared_record_keys();
   for (std::size_t i = 0; i < options.output.size(); ++i) {
     const auto key = options.output[i].key.name();
@@ -1911,6 +1910,10 @@ inline void check_output_keys(const OutputOptions& options) {
     throw Error("tracetorch: output_" + std::string(key) + ": no record map in this program declares the key `" +
                 std::string(key) + "` (declared: " + (known.empty() ? "none" : known) + ")");
   }
+}
+/// Most calls ask for no `output_<key>`: only those pay for (and make the compiler optimize) the check.
+inline void check_output_keys(const OutputOptions& options) {
+  if (!options.output.empty()) check_declared_output_keys(options);
 }
 
 /// Which modules start a sub-model of their own: taken once per capture, not per module.
@@ -2406,8 +2409,7 @@ void finish_slots(Out& out, std::vector<CaptureSlot>& slots, const ResolvedOutpu
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <iterator>
-#include <ranges>
+#include <iterator>  // std::ranges::range, begin and size (<ranges> costs more to parse)
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -2772,7 +2774,7 @@ auto run_capture(Model& model, const ResolvedOutputs& wanted, Body& body, const 
 
 #include <torch/torch.h>
 
-#include <boost/pfr.hpp>
+#include <boost/pfr/core.hpp>  // for_each_field, tuple_size_v (all of <boost/pfr.hpp> costs more to parse)
 
 #include <algorithm>
 #include <cstddef>
@@ -3559,7 +3561,6 @@ class CheckedFile {
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -3574,6 +3575,25 @@ class CheckedFile {
 #include <string_view>
 #include <system_error>
 #include <utility>
+
+// ---- begin tracetorch/detail/io/directory_at.hpp ----
+/// \file
+/// The directory operations publish() is made of, each relative to a directory's descriptor:
+/// renameat2 (exchange, no-replace), an entry's existence, a directory's names, fsync of a
+/// directory, the copy of a file or a symbolic link from one directory to another where a hard
+/// link fails, and the removal of a tree through its descriptor. Linux only; no LibTorch.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
 
 // ---- begin tracetorch/detail/io/directory_lock.hpp ----
 /// \file
@@ -3739,6 +3759,122 @@ class DirectoryLock {
 
 namespace tracetorch::detail {
 
+namespace publish_detail {
+
+inline constexpr unsigned kRenameNoReplace = 1;  // RENAME_NOREPLACE, <linux/fs.h>
+inline constexpr unsigned kRenameExchange = 2;   // RENAME_EXCHANGE
+
+/// renameat2 by its system call: glibc has a wrapper only from 2.28.
+inline int rename_at(int from_dir, const char* from, int to_dir, const char* to, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_renameat2, from_dir, from, to_dir, to, flags));
+}
+
+inline bool exists_at(int dir, const char* name) {
+  struct stat info {};
+  return ::fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/// The names in the directory open at `dir` (without "." and ".."); empty if it cannot be read.
+inline std::vector<std::string> entries_of(int dir) {
+  std::vector<std::string> names;
+  const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);  // closedir closes the descriptor it reads
+  if (copy < 0) return names;
+  DIR* stream = ::fdopendir(copy);
+  if (stream == nullptr) {
+    ::close(copy);
+    return names;
+  }
+  ::rewinddir(stream);
+  while (const dirent* entry = ::readdir(stream)) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(stream);
+  return names;
+}
+
+inline void sync_directory(const std::filesystem::path& directory) {
+  const UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd) ::fsync(fd.get());
+}
+
+/// Copies the regular file `name` of `from` into `to` (same name and permission bits).
+inline bool copy_file_at(int from, int to, const char* name, int& error) {
+  UniqueFd in(::openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat info {};
+  if (!in || ::fstat(in.get(), &info) != 0) return error = errno, false;
+  UniqueFd out(::openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, info.st_mode & 07777));
+  if (!out) return error = errno, false;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(in.get(), buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      if (got == 0) return true;
+      break;
+    }
+    for (ssize_t done = 0; done < got;) {
+      const ssize_t put = ::write(out.get(), buffer + done, static_cast<std::size_t>(got - done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) {
+        error = put < 0 ? errno : ENOSPC;
+        ::unlinkat(to, name, 0);
+        return false;
+      }
+      done += put;
+    }
+  }
+  error = errno;
+  ::unlinkat(to, name, 0);
+  return false;
+}
+
+/// A copy of the symbolic link `name` of `from` in `to`.
+inline bool copy_symlink_at(int from, int to, const char* name, int& error) {
+  std::string target(4096, '\0');
+  const ssize_t size = ::readlinkat(from, name, target.data(), target.size());
+  if (size < 0 || static_cast<std::size_t>(size) == target.size()) return error = size < 0 ? errno : ENAMETOOLONG, false;
+  target.resize(static_cast<std::size_t>(size));
+  if (::symlinkat(target.c_str(), to, name) != 0) return error = errno, false;
+  return true;
+}
+
+/// Removes what the directory open at `dir` holds, through descriptors: entries are unlinked
+/// relative to it, subdirectories (opened without following a link) emptied the same way first,
+/// at most kMaxDepth levels down. False where something stays.
+inline bool remove_contents_at(int dir, int depth = 0) {
+  constexpr int kMaxDepth = 64;  // a staging directory is flat; a deeper tree is left, not recursed into
+  bool all_removed = true;
+  for (const auto& entry : entries_of(dir)) {
+    if (::unlinkat(dir, entry.c_str(), 0) == 0 || errno == ENOENT) continue;
+    const UniqueFd sub(::openat(dir, entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub || depth >= kMaxDepth || !remove_contents_at(sub.get(), depth + 1) ||
+        ::unlinkat(dir, entry.c_str(), AT_REMOVEDIR) != 0) {
+      all_removed = false;
+    }
+  }
+  return all_removed;
+}
+
+/// Removes the abandoned directory `name` of `parent`, which `fd` holds open and flocked: its
+/// contents through `fd`, then the name with rmdir where it still names that directory. Nothing
+/// but what that directory holds is removed, whatever the name comes to mean meanwhile (rmdir
+/// refuses a directory that is not empty).
+inline void remove_locked_tree(int parent, const std::string& name, int fd) {
+  if (!remove_contents_at(fd)) return;
+  struct stat locked {}, named {};
+  if (::fstat(fd, &locked) == 0 && ::fstatat(parent, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 && same_inode(locked, named)) {
+    ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+  }
+}
+
+}  // namespace publish_detail
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/directory_at.hpp ----
+
+namespace tracetorch::detail {
+
 /// The directory cannot be replaced by an exchange (a mount point, the root, this process's
 /// working directory, a filesystem without RENAME_EXCHANGE); nothing was changed. A caller can
 /// fall back to placing files one by one.
@@ -3794,12 +3930,6 @@ inline bool is_staging_name(std::string_view name, std::string_view prefix) {
 
 /// `.<name>.tracetorch-kept-<16 random hex>`: where a tree that must never be removed is kept.
 inline std::string kept_name(const std::string& name) { return "." + name + ".tracetorch-kept-" + random_hex(); }
-
-/// renameat2(RENAME_NOREPLACE) by its system call (glibc has a wrapper only from 2.28).
-inline int rename_noreplace(const std::filesystem::path& from, const std::filesystem::path& to) {
-  constexpr unsigned kNoReplace = 1;  // RENAME_NOREPLACE, <linux/fs.h>
-  return static_cast<int>(::syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), kNoReplace));
-}
 
 /// The target as an absolute path without "." or ".." parts or a trailing separator.
 inline std::filesystem::path normalized_target(const std::filesystem::path& target) {
@@ -3867,7 +3997,9 @@ class StagedDirectory {
   /// with errno set where that fails.
   bool move_to(const std::filesystem::path& new_path) {
     if (injected_fault("move out")) return false;
-    if (publish_detail::rename_noreplace(path_, new_path) != 0) return false;
+    if (publish_detail::rename_at(AT_FDCWD, path_.c_str(), AT_FDCWD, new_path.c_str(), publish_detail::kRenameNoReplace) != 0) {
+      return false;
+    }
     path_ = new_path;
     return true;
   }
@@ -3888,11 +4020,16 @@ class StagedDirectory {
   /// Lets the directory go without removing it (it was removed or is another's now).
   void close_without_removing() noexcept { fd_.reset(); }
 
-  /// Removes the directory now (nothing where it was published or moved from).
+  /// Removes the directory now (nothing where it was published or moved from): what it holds
+  /// through its descriptor, then its name where that still names it. Another writer's publish
+  /// may have moved it, or put something else at its name: nothing but this directory is removed.
   void discard() noexcept {
     if (fd_ && owner_ == ::getpid()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(path_, ignored);
+      try {
+        follow();
+        publish_detail::remove_locked_tree(AT_FDCWD, path_.string(), fd_.get());
+      } catch (...) {  // out of memory for a name: the directory stays, as an abandoned one
+      }
     }
     fd_.reset();
   }
@@ -5967,6 +6104,8 @@ inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
 inline constexpr char kShapePrefix[] = "torch.Size([";
 inline constexpr char kShapeSuffix[] = "])";
 inline constexpr char kDtypePrefix[] = "torch.";
+/// torch.complex32, torch.complex64, torch.complex128: compared part by part.
+inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
 
 // A value's place in its call, as the reader names it: "inputs.args.0", "inputs.kwargs.mask.1", "outputs".
 inline constexpr char kLocationSeparator = '.';
@@ -7812,112 +7951,6 @@ class SpareFilesRegistry {
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/io/directory_at.hpp ----
-/// \file
-/// The directory operations publish() is made of, each relative to a directory's descriptor:
-/// renameat2 (exchange, no-replace), an entry's existence, a directory's names, fsync of a
-/// directory, and the copy of a file or a symbolic link from one directory to another where a
-/// hard link fails. Linux only; no LibTorch.
-
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <filesystem>
-#include <string>
-#include <string_view>
-#include <vector>
-
-
-namespace tracetorch::detail {
-
-namespace publish_detail {
-
-inline constexpr unsigned kRenameNoReplace = 1;  // RENAME_NOREPLACE, <linux/fs.h>
-inline constexpr unsigned kRenameExchange = 2;   // RENAME_EXCHANGE
-
-/// renameat2 by its system call: glibc has a wrapper only from 2.28.
-inline int rename_at(int from_dir, const char* from, int to_dir, const char* to, unsigned flags) {
-  return static_cast<int>(::syscall(SYS_renameat2, from_dir, from, to_dir, to, flags));
-}
-
-inline bool exists_at(int dir, const char* name) {
-  struct stat info {};
-  return ::fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-/// The names in the directory open at `dir` (without "." and ".."); empty if it cannot be read.
-inline std::vector<std::string> entries_of(int dir) {
-  std::vector<std::string> names;
-  const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);  // closedir closes the descriptor it reads
-  if (copy < 0) return names;
-  DIR* stream = ::fdopendir(copy);
-  if (stream == nullptr) {
-    ::close(copy);
-    return names;
-  }
-  ::rewinddir(stream);
-  while (const dirent* entry = ::readdir(stream)) {
-    const std::string_view name = entry->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(stream);
-  return names;
-}
-
-inline void sync_directory(const std::filesystem::path& directory) {
-  const UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd) ::fsync(fd.get());
-}
-
-/// Copies the regular file `name` of `from` into `to` (same name and permission bits).
-inline bool copy_file_at(int from, int to, const char* name, int& error) {
-  UniqueFd in(::openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  struct stat info {};
-  if (!in || ::fstat(in.get(), &info) != 0) return error = errno, false;
-  UniqueFd out(::openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, info.st_mode & 07777));
-  if (!out) return error = errno, false;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t got = ::read(in.get(), buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      if (got == 0) return true;
-      break;
-    }
-    for (ssize_t done = 0; done < got;) {
-      const ssize_t put = ::write(out.get(), buffer + done, static_cast<std::size_t>(got - done));
-      if (put < 0 && errno == EINTR) continue;
-      if (put <= 0) {
-        error = put < 0 ? errno : ENOSPC;
-        ::unlinkat(to, name, 0);
-        return false;
-      }
-      done += put;
-    }
-  }
-  error = errno;
-  ::unlinkat(to, name, 0);
-  return false;
-}
-
-/// A copy of the symbolic link `name` of `from` in `to`.
-inline bool copy_symlink_at(int from, int to, const char* name, int& error) {
-  std::string target(4096, '\0');
-  const ssize_t size = ::readlinkat(from, name, target.data(), target.size());
-  if (size < 0 || static_cast<std::size_t>(size) == target.size()) return error = size < 0 ? errno : ENAMETOOLONG, false;
-  target.resize(static_cast<std::size_t>(size));
-  if (::symlinkat(target.c_str(), to, name) != 0) return error = errno, false;
-  return true;
-}
-
-}  // namespace publish_detail
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/directory_at.hpp ----
 
 namespace tracetorch::detail {
 
@@ -7968,35 +8001,6 @@ inline bool put_back_entries(int abandoned, int staged, int target_fd, const Car
     }
   }
   return all_moved;
-}
-
-/// Removes what the directory open at `dir` holds, through descriptors: entries are unlinked
-/// relative to it, subdirectories (opened without following a link) emptied the same way first,
-/// at most kMaxDepth levels down. False where something stays.
-inline bool remove_contents_at(int dir, int depth = 0) {
-  constexpr int kMaxDepth = 64;  // a staging directory is flat; a deeper tree is left, not recursed into
-  bool all_removed = true;
-  for (const auto& entry : entries_of(dir)) {
-    if (::unlinkat(dir, entry.c_str(), 0) == 0 || errno == ENOENT) continue;
-    const UniqueFd sub(::openat(dir, entry.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!sub || depth >= kMaxDepth || !remove_contents_at(sub.get(), depth + 1) ||
-        ::unlinkat(dir, entry.c_str(), AT_REMOVEDIR) != 0) {
-      all_removed = false;
-    }
-  }
-  return all_removed;
-}
-
-/// Removes the abandoned directory `name` of `parent`, which `fd` holds open and flocked: its
-/// contents through `fd`, then the name with rmdir where it still names that directory. Nothing
-/// but what that directory holds is removed, whatever the name comes to mean meanwhile (rmdir
-/// refuses a directory that is not empty).
-inline void remove_locked_tree(int parent, const std::string& name, int fd) {
-  if (!remove_contents_at(fd)) return;
-  struct stat locked {}, named {};
-  if (::fstat(fd, &locked) == 0 && ::fstatat(parent, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 && same_inode(locked, named)) {
-    ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
-  }
 }
 
 }  // namespace publish_detail
@@ -9751,10 +9755,12 @@ inline torch::Tensor tanh_gelu(const torch::Tensor& input) { return torch::gelu(
 inline torch::Tensor silu(const torch::Tensor& input) { return torch::silu(input); }
 inline torch::Tensor mish(const torch::Tensor& input) { return torch::mish(input); }
 
-/// One name of transformers' ACT2CLS and how to make its module.
+/// One name of transformers' ACT2CLS and how to make its module (AnyModule: torch::nn::AnyModule,
+/// a template parameter only so that the table is compiled where it is used; see activations.hpp).
+template <class AnyModule>
 struct ActivationEntry {
   std::string_view name;
-  torch::nn::AnyModule (*make)();
+  AnyModule (*make)();
 };
 
 }  // namespace tracetorch::nn::detail
@@ -9928,35 +9934,41 @@ namespace detail {
 
 /// transformers' ACT2CLS, in its order. Left out: `prelu` is PyTorch's PReLU (use
 /// tracetorch::nn::PReLU), `xielu` has bfloat16 parameters and an optional CUDA kernel.
-inline constexpr ActivationEntry kActivations[] = {
-    {"gelu", [] { return torch::nn::AnyModule(GELUActivation()); }},
-    {"gelu_10", [] { return torch::nn::AnyModule(ClippedGELUActivation(-10, 10)); }},
-    {"gelu_fast", [] { return torch::nn::AnyModule(FastGELUActivation()); }},
-    {"gelu_new", [] { return torch::nn::AnyModule(NewGELUActivation()); }},
-    {"gelu_python", [] { return torch::nn::AnyModule(GELUActivation(GELUActivationOptions{.use_gelu_python = true})); }},
-    {"gelu_pytorch_tanh", [] { return torch::nn::AnyModule(GELUTanh()); }},
-    {"gelu_python_tanh", [] { return torch::nn::AnyModule(GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})); }},
-    {"gelu_accurate", [] { return torch::nn::AnyModule(AccurateGELUActivation()); }},
-    {"laplace", [] { return torch::nn::AnyModule(LaplaceActivation()); }},
-    {"leaky_relu", [] { return torch::nn::AnyModule(LeakyReLU()); }},
-    {"linear", [] { return torch::nn::AnyModule(LinearActivation()); }},
-    {"mish", [] { return torch::nn::AnyModule(MishActivation()); }},
-    {"quick_gelu", [] { return torch::nn::AnyModule(QuickGELUActivation()); }},
-    {"relu", [] { return torch::nn::AnyModule(ReLU()); }},
-    {"relu2", [] { return torch::nn::AnyModule(ReLUSquaredActivation()); }},
-    {"relu6", [] { return torch::nn::AnyModule(ReLU6()); }},
-    {"sigmoid", [] { return torch::nn::AnyModule(Sigmoid()); }},
-    {"silu", [] { return torch::nn::AnyModule(SiLUActivation()); }},
-    {"swish", [] { return torch::nn::AnyModule(SiLU()); }},
-    {"tanh", [] { return torch::nn::AnyModule(Tanh()); }},
+/// A variable template of the AnyModule type: a plain table would make every file that includes
+/// nn.hpp compile AnyModule for twenty module classes (a tenth of a model file's compile work,
+/// by GCC's memory count), where only a file calling get_activation needs them.
+template <class AnyModule>
+inline constexpr ActivationEntry<AnyModule> kActivations[] = {
+    {"gelu", [] { return AnyModule(GELUActivation()); }},
+    {"gelu_10", [] { return AnyModule(ClippedGELUActivation(-10, 10)); }},
+    {"gelu_fast", [] { return AnyModule(FastGELUActivation()); }},
+    {"gelu_new", [] { return AnyModule(NewGELUActivation()); }},
+    {"gelu_python", [] { return AnyModule(GELUActivation(GELUActivationOptions{.use_gelu_python = true})); }},
+    {"gelu_pytorch_tanh", [] { return AnyModule(GELUTanh()); }},
+    {"gelu_python_tanh", [] { return AnyModule(GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})); }},
+    {"gelu_accurate", [] { return AnyModule(AccurateGELUActivation()); }},
+    {"laplace", [] { return AnyModule(LaplaceActivation()); }},
+    {"leaky_relu", [] { return AnyModule(LeakyReLU()); }},
+    {"linear", [] { return AnyModule(LinearActivation()); }},
+    {"mish", [] { return AnyModule(MishActivation()); }},
+    {"quick_gelu", [] { return AnyModule(QuickGELUActivation()); }},
+    {"relu", [] { return AnyModule(ReLU()); }},
+    {"relu2", [] { return AnyModule(ReLUSquaredActivation()); }},
+    {"relu6", [] { return AnyModule(ReLU6()); }},
+    {"sigmoid", [] { return AnyModule(Sigmoid()); }},
+    {"silu", [] { return AnyModule(SiLUActivation()); }},
+    {"swish", [] { return AnyModule(SiLU()); }},
+    {"tanh", [] { return AnyModule(Tanh()); }},
 };
 
 }  // namespace detail
 
-/// The names get_activation knows, in transformers' ACT2CLS order.
-inline std::vector<std::string_view> activation_names() {
+/// The names get_activation knows, in transformers' ACT2CLS order. (Both functions are templates
+/// only so that the module table is compiled where they are called: leave AnyModule as it is.)
+template <class AnyModule = torch::nn::AnyModule>
+std::vector<std::string_view> activation_names() {
   std::vector<std::string_view> names;
-  for (const auto& entry : detail::kActivations) names.push_back(entry.name);
+  for (const auto& entry : detail::kActivations<AnyModule>) names.push_back(entry.name);
   return names;
 }
 
@@ -9964,12 +9976,13 @@ inline std::vector<std::string_view> activation_names() {
 /// maps `name` to, traced under that class's Python name. Register it with
 /// `register_module("act", act.ptr())` and call `act.forward(x)`. An unknown name is a
 /// tracetorch::Error listing the known ones (upstream raises KeyError).
-inline torch::nn::AnyModule get_activation(std::string_view name) {
-  for (const auto& entry : detail::kActivations) {
+template <class AnyModule = torch::nn::AnyModule>
+AnyModule get_activation(std::string_view name) {
+  for (const auto& entry : detail::kActivations<AnyModule>) {
     if (entry.name == name) return entry.make();
   }
   std::string known;
-  for (const auto& entry : detail::kActivations) known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  for (const auto& entry : detail::kActivations<AnyModule>) known += (known.empty() ? "" : ", ") + std::string(entry.name);
   throw Error("tracetorch::nn::get_activation: function \"" + std::string(name) + "\" not found in ACT2FN mapping [" +
               known + "]");
 }

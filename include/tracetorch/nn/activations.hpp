@@ -142,35 +142,41 @@ namespace detail {
 
 /// transformers' ACT2CLS, in its order. Left out: `prelu` is PyTorch's PReLU (use
 /// tracetorch::nn::PReLU), `xielu` has bfloat16 parameters and an optional CUDA kernel.
-inline constexpr ActivationEntry kActivations[] = {
-    {"gelu", [] { return torch::nn::AnyModule(GELUActivation()); }},
-    {"gelu_10", [] { return torch::nn::AnyModule(ClippedGELUActivation(-10, 10)); }},
-    {"gelu_fast", [] { return torch::nn::AnyModule(FastGELUActivation()); }},
-    {"gelu_new", [] { return torch::nn::AnyModule(NewGELUActivation()); }},
-    {"gelu_python", [] { return torch::nn::AnyModule(GELUActivation(GELUActivationOptions{.use_gelu_python = true})); }},
-    {"gelu_pytorch_tanh", [] { return torch::nn::AnyModule(GELUTanh()); }},
-    {"gelu_python_tanh", [] { return torch::nn::AnyModule(GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})); }},
-    {"gelu_accurate", [] { return torch::nn::AnyModule(AccurateGELUActivation()); }},
-    {"laplace", [] { return torch::nn::AnyModule(LaplaceActivation()); }},
-    {"leaky_relu", [] { return torch::nn::AnyModule(LeakyReLU()); }},
-    {"linear", [] { return torch::nn::AnyModule(LinearActivation()); }},
-    {"mish", [] { return torch::nn::AnyModule(MishActivation()); }},
-    {"quick_gelu", [] { return torch::nn::AnyModule(QuickGELUActivation()); }},
-    {"relu", [] { return torch::nn::AnyModule(ReLU()); }},
-    {"relu2", [] { return torch::nn::AnyModule(ReLUSquaredActivation()); }},
-    {"relu6", [] { return torch::nn::AnyModule(ReLU6()); }},
-    {"sigmoid", [] { return torch::nn::AnyModule(Sigmoid()); }},
-    {"silu", [] { return torch::nn::AnyModule(SiLUActivation()); }},
-    {"swish", [] { return torch::nn::AnyModule(SiLU()); }},
-    {"tanh", [] { return torch::nn::AnyModule(Tanh()); }},
+/// A variable template of the AnyModule type: a plain table would make every file that includes
+/// nn.hpp compile AnyModule for twenty module classes (a tenth of a model file's compile work,
+/// by GCC's memory count), where only a file calling get_activation needs them.
+template <class AnyModule>
+inline constexpr ActivationEntry<AnyModule> kActivations[] = {
+    {"gelu", [] { return AnyModule(GELUActivation()); }},
+    {"gelu_10", [] { return AnyModule(ClippedGELUActivation(-10, 10)); }},
+    {"gelu_fast", [] { return AnyModule(FastGELUActivation()); }},
+    {"gelu_new", [] { return AnyModule(NewGELUActivation()); }},
+    {"gelu_python", [] { return AnyModule(GELUActivation(GELUActivationOptions{.use_gelu_python = true})); }},
+    {"gelu_pytorch_tanh", [] { return AnyModule(GELUTanh()); }},
+    {"gelu_python_tanh", [] { return AnyModule(GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})); }},
+    {"gelu_accurate", [] { return AnyModule(AccurateGELUActivation()); }},
+    {"laplace", [] { return AnyModule(LaplaceActivation()); }},
+    {"leaky_relu", [] { return AnyModule(LeakyReLU()); }},
+    {"linear", [] { return AnyModule(LinearActivation()); }},
+    {"mish", [] { return AnyModule(MishActivation()); }},
+    {"quick_gelu", [] { return AnyModule(QuickGELUActivation()); }},
+    {"relu", [] { return AnyModule(ReLU()); }},
+    {"relu2", [] { return AnyModule(ReLUSquaredActivation()); }},
+    {"relu6", [] { return AnyModule(ReLU6()); }},
+    {"sigmoid", [] { return AnyModule(Sigmoid()); }},
+    {"silu", [] { return AnyModule(SiLUActivation()); }},
+    {"swish", [] { return AnyModule(SiLU()); }},
+    {"tanh", [] { return AnyModule(Tanh()); }},
 };
 
 }  // namespace detail
 
-/// The names get_activation knows, in transformers' ACT2CLS order.
-inline std::vector<std::string_view> activation_names() {
+/// The names get_activation knows, in transformers' ACT2CLS order. (Both functions are templates
+/// only so that the module table is compiled where they are called: leave AnyModule as it is.)
+template <class AnyModule = torch::nn::AnyModule>
+std::vector<std::string_view> activation_names() {
   std::vector<std::string_view> names;
-  for (const auto& entry : detail::kActivations) names.push_back(entry.name);
+  for (const auto& entry : detail::kActivations<AnyModule>) names.push_back(entry.name);
   return names;
 }
 
@@ -178,12 +184,13 @@ inline std::vector<std::string_view> activation_names() {
 /// maps `name` to, traced under that class's Python name. Register it with
 /// `register_module("act", act.ptr())` and call `act.forward(x)`. An unknown name is a
 /// tracetorch::Error listing the known ones (upstream raises KeyError).
-inline torch::nn::AnyModule get_activation(std::string_view name) {
-  for (const auto& entry : detail::kActivations) {
+template <class AnyModule = torch::nn::AnyModule>
+AnyModule get_activation(std::string_view name) {
+  for (const auto& entry : detail::kActivations<AnyModule>) {
     if (entry.name == name) return entry.make();
   }
   std::string known;
-  for (const auto& entry : detail::kActivations) known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  for (const auto& entry : detail::kActivations<AnyModule>) known += (known.empty() ? "" : ", ") + std::string(entry.name);
   throw Error("tracetorch::nn::get_activation: function \"" + std::string(name) + "\" not found in ACT2FN mapping [" +
               known + "]");
 }

@@ -107,8 +107,7 @@ inline std::vector<std::string_view> declared_record_keys() {
 /// The call's `output_<key>` flags: each key once, each declared by some record map in the
 /// program (upstream passes an unknown `output_x` on through **kwargs, where a misspelling goes
 /// unseen; a model in between that lacks the key still passes it on to the sub-model that has it).
-inline void check_output_keys(const OutputOptions& options) {
-  if (options.output.empty()) return;
+[[gnu::cold]] inline void check_declared_output_keys(const OutputOptions& options) {
   const auto declared = declared_record_keys();
   for (std::size_t i = 0; i < options.output.size(); ++i) {
     const auto key = options.output[i].key.name();
@@ -121,6 +120,10 @@ inline void check_output_keys(const OutputOptions& options) {
     throw Error("tracetorch: output_" + std::string(key) + ": no record map in this program declares the key `" +
                 std::string(key) + "` (declared: " + (known.empty() ? "none" : known) + ")");
   }
+}
+/// Most calls ask for no `output_<key>`: only those pay for (and make the compiler optimize) the check.
+inline void check_output_keys(const OutputOptions& options) {
+  if (!options.output.empty()) check_declared_output_keys(options);
 }
 
 /// Which modules start a sub-model of their own: taken once per capture, not per module.

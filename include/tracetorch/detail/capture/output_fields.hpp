@@ -3,7 +3,7 @@
 /// An output struct's fields by name, as TRACETORCH_OUTPUT declares them: how record maps and
 /// capture find a field (`"attentions"`, `&Output::attentions`) in a plain C++ struct.
 
-#include <boost/pfr.hpp>
+#include <boost/pfr/core.hpp>  // for_each_field, tuple_size_v (all of <boost/pfr.hpp> costs more to parse)
 #include <boost/preprocessor/cat.hpp>
 #include <boost/preprocessor/punctuation/comma_if.hpp>
 #include <boost/preprocessor/seq/for_each.hpp>

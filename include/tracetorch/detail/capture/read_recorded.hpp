@@ -9,8 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <iterator>
-#include <ranges>
+#include <iterator>  // std::ranges::range, begin and size (<ranges> costs more to parse)
 #include <string>
 #include <string_view>
 #include <tuple>

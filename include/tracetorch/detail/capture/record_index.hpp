@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <ranges>
+#include <iterator>  // std::ranges::range, begin and size (<ranges> costs more to parse)
 #include <string_view>
 #include <tuple>
 #include <type_traits>

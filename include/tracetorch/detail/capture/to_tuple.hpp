@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include <boost/pfr.hpp>
+#include <boost/pfr/core.hpp>  // for_each_field, tuple_size_v (all of <boost/pfr.hpp> costs more to parse)
 
 #include <algorithm>
 #include <cstddef>

@@ -5,8 +5,6 @@
 
 #include <torch/torch.h>
 
-#include <boost/container/small_vector.hpp>
-
 #include <atomic>
 #include <cstddef>
 #include <mutex>
@@ -16,6 +14,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "tracetorch/detail/module/serialize.hpp"
 
@@ -192,8 +191,9 @@ class VoidResult final : public CallResult {
   void visit(ValueVisitor& visitor) const override { visitor.none(); }
 };
 
-/// The attachments a call entered, in the order entered. Almost always one or two.
-using EnteredAttachments = boost::container::small_vector<Attachment*, 4>;
+/// The attachments a call entered, in the order entered. Almost always one or two; the vector
+/// is made only on the traced path, where writing or capturing costs far more.
+using EnteredAttachments = std::vector<Attachment*>;
 
 /// Unwinds the entered attachments, last entered first.
 inline void unwind_attachments(const EnteredAttachments& entered) noexcept {
@@ -202,8 +202,9 @@ inline void unwind_attachments(const EnteredAttachments& entered) noexcept {
 
 /// Exits the entered attachments in the reverse of the order they were entered, so that
 /// observers that save and restore state (grad mode) nest properly. If one throws, those it
-/// would have been followed by are unwound instead.
-inline void exit_attachments(const EnteredAttachments& entered, const CallResult& view) {
+/// would have been followed by are unwound instead. Not inlined nor cloned into the callers (nor
+/// enter_attachments): one copy per program file, less for the compiler to optimize.
+[[gnu::noinline, gnu::noclone]] inline void exit_attachments(const EnteredAttachments& entered, const CallResult& view) {
   for (std::size_t i = entered.size(); i-- > 0;) {
     try {
       entered[i]->observer->on_exit(*entered[i], view);
@@ -217,10 +218,9 @@ inline void exit_attachments(const EnteredAttachments& entered, const CallResult
 /// Enters the observers attached to `module` that follow this call. The list is read under the
 /// shared lock, so no other thread can free an attachment while this one passes it; the
 /// attachments entered belong to observers that follow this thread, which keep them alive.
-template <class... A>
-EnteredAttachments enter_attachments(const TracedModuleBase& module, const A&... args) {
+/// Not a template: one copy per program file, whatever the modules' signatures.
+[[gnu::noinline, gnu::noclone]] inline EnteredAttachments enter_attachments(const TracedModuleBase& module, const CallArgs& view) {
   EnteredAttachments entered;
-  const CallArgsOf<A...> view(args...);
   std::shared_lock lock(attachment_mutex());
   try {
     for (Attachment* at = module.attachments_.load(std::memory_order_acquire); at != nullptr; at = at->next) {
@@ -238,7 +238,7 @@ EnteredAttachments enter_attachments(const TracedModuleBase& module, const A&...
 /// on_unwind follows; an observer whose on_enter or on_exit throws has cleaned up after itself.
 template <class R, class Call, class... A>
 [[gnu::noinline]] R traced_call(const TracedModuleBase& module, Call&& call, const A&... args) {
-  const EnteredAttachments entered = enter_attachments(module, args...);
+  const EnteredAttachments entered = enter_attachments(module, CallArgsOf<A...>(args...));
   if (entered.empty()) return call();  // another thread's observers only
   const auto run = [&]() -> R {
     try {

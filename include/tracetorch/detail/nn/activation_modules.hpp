@@ -40,10 +40,12 @@ inline torch::Tensor tanh_gelu(const torch::Tensor& input) { return torch::gelu(
 inline torch::Tensor silu(const torch::Tensor& input) { return torch::silu(input); }
 inline torch::Tensor mish(const torch::Tensor& input) { return torch::mish(input); }
 
-/// One name of transformers' ACT2CLS and how to make its module.
+/// One name of transformers' ACT2CLS and how to make its module (AnyModule: torch::nn::AnyModule,
+/// a template parameter only so that the table is compiled where it is used; see activations.hpp).
+template <class AnyModule>
 struct ActivationEntry {
   std::string_view name;
-  torch::nn::AnyModule (*make)();
+  AnyModule (*make)();
 };
 
 }  // namespace tracetorch::nn::detail
