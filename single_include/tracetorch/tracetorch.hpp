@@ -314,38 +314,12 @@ void visit_keywords(const T& pack, ValueVisitor& visitor) {
   });
 }
 
+/// The values that hold others (optional, pointer, named fields, keywords, string map, tuple,
+/// range), then the fallback: what visit_value passes on once no leaf kind matched.
 template <class T>
-void visit_value(const T& value, ValueVisitor& visitor) {
+void visit_composite(const T& value, ValueVisitor& visitor) {
   using U = std::remove_cvref_t<T>;
-  if constexpr (std::is_same_v<U, torch::Tensor>) {
-    if (value.defined()) {
-      visitor.tensor(value);
-    } else {
-      visitor.none();
-    }
-  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
-    visitor.none();  // before strings: nullptr converts to std::string_view
-  } else if constexpr (has_python_repr<U>) {
-    visitor.repr(std::string_view(tracetorch_repr(value)));
-  } else if constexpr (std::is_same_v<U, bool>) {
-    visitor.boolean(value);
-  } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
-    visitor.integer(static_cast<std::int64_t>(value));
-  } else if constexpr (std::is_floating_point_v<U>) {
-    visitor.floating(static_cast<double>(value));
-  } else if constexpr (std::is_same_v<U, c10::ScalarType>) {
-    visitor.dtype(value);
-  } else if constexpr (is_string_like<U>) {
-    visitor.string(std::string_view(value));
-  } else if constexpr (std::is_same_v<U, c10::Scalar>) {
-    if (value.isBoolean()) {
-      visitor.boolean(value.toBool());
-    } else if (value.isIntegral(false)) {
-      visitor.integer(value.toLong());
-    } else {
-      visitor.floating(value.toDouble());
-    }
-  } else if constexpr (is_optional_like<U>) {
+  if constexpr (is_optional_like<U>) {
     if (value.has_value()) {
       visit_value(*value, visitor);
     } else {
@@ -395,6 +369,44 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     visitor.end();
   } else {
     visitor.repr("<" + c10::demangle(typeid(U).name()) + " object at 0xXXXXXXXX>");
+  }
+}
+
+/// Walks `value` into `visitor` as Python would see it: the leaf kinds here (tensor, None, a
+/// custom repr, bool, int, float, dtype, str, Scalar), the rest in visit_composite.
+template <class T>
+void visit_value(const T& value, ValueVisitor& visitor) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, torch::Tensor>) {
+    if (value.defined()) {
+      visitor.tensor(value);
+    } else {
+      visitor.none();
+    }
+  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
+    visitor.none();  // before strings: nullptr converts to std::string_view
+  } else if constexpr (has_python_repr<U>) {
+    visitor.repr(std::string_view(tracetorch_repr(value)));
+  } else if constexpr (std::is_same_v<U, bool>) {
+    visitor.boolean(value);
+  } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
+    visitor.integer(static_cast<std::int64_t>(value));
+  } else if constexpr (std::is_floating_point_v<U>) {
+    visitor.floating(static_cast<double>(value));
+  } else if constexpr (std::is_same_v<U, c10::ScalarType>) {
+    visitor.dtype(value);
+  } else if constexpr (is_string_like<U>) {
+    visitor.string(std::string_view(value));
+  } else if constexpr (std::is_same_v<U, c10::Scalar>) {
+    if (value.isBoolean()) {
+      visitor.boolean(value.toBool());
+    } else if (value.isIntegral(false)) {
+      visitor.integer(value.toLong());
+    } else {
+      visitor.floating(value.toDouble());
+    }
+  } else {
+    visit_composite(value, visitor);
   }
 }
 
@@ -4364,22 +4376,30 @@ inline const SafetensorsDtype* safetensors_dtype(std::string_view name) {
   return nullptr;
 }
 
-/// One tensor's header entry, in the format's own terms.
-struct SafetensorsEntry {
+/// One tensor's header entry, its dtype in `Dtype`'s terms (`kNoDtype` until one is read): the
+/// format's own here (SafetensorsEntry), LibTorch's in the public safetensors::TensorInfo.
+template <class Dtype, Dtype kNoDtype>
+struct BasicTensorInfo {
   std::string name;
-  const SafetensorsDtype* dtype = nullptr;  ///< into kSafetensorsDtypes
+  Dtype dtype = kNoDtype;
   std::vector<std::int64_t> shape;
-  std::uint64_t begin = 0;  ///< data_offsets[0], relative to data_start
+  std::uint64_t begin = 0;  ///< data_offsets[0], relative to the header's data_start
   std::uint64_t end = 0;    ///< data_offsets[1]
 };
 
-/// A validated header: what safetensors::Header holds, before dtypes become LibTorch's.
-struct ParsedSafetensorsHeader {
-  std::vector<SafetensorsEntry> tensors;  ///< in data-offset order
+/// A validated header of `Info` entries (ParsedSafetensorsHeader here, safetensors::Header public).
+template <class Info>
+struct BasicHeader {
+  std::vector<Info> tensors;  ///< in data-offset order
   std::map<std::string, std::string> metadata;
   std::uint64_t data_start = 0;  ///< 8 + header length: where data offset 0 lies in the file
   std::uint64_t file_size = 0;
 };
+
+/// An entry in the format's own terms: its dtype points into kSafetensorsDtypes.
+using SafetensorsEntry = BasicTensorInfo<const SafetensorsDtype*, nullptr>;
+/// A validated header, before dtypes become LibTorch's.
+using ParsedSafetensorsHeader = BasicHeader<SafetensorsEntry>;
 
 /// The checks of one header's JSON, each failing with "tracetorch: <file>: <cause>".
 class SafetensorsHeaderParser {
@@ -5179,22 +5199,13 @@ namespace tracetorch::safetensors {
 /// Tensors to save, by name (any order: the file holds them sorted).
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
-/// One tensor's header entry.
-struct TensorInfo {
-  std::string name;
-  c10::ScalarType dtype = c10::ScalarType::Undefined;
-  std::vector<int64_t> shape;
-  std::uint64_t begin = 0;  ///< data_offsets[0], relative to Header::data_start
-  std::uint64_t end = 0;    ///< data_offsets[1]
-};
+/// One tensor's header entry: `name`, `dtype` (LibTorch's; Undefined until read), `shape`, and
+/// `begin`, `end`: its data_offsets, relative to Header::data_start.
+using TensorInfo = detail::BasicTensorInfo<c10::ScalarType, c10::ScalarType::Undefined>;
 
-/// A validated header.
-struct Header {
-  std::vector<TensorInfo> tensors;  ///< in data-offset order
-  std::map<std::string, std::string> metadata;
-  std::uint64_t data_start = 0;  ///< 8 + header length: where data offset 0 lies in the file
-  std::uint64_t file_size = 0;
-};
+/// A validated header: `tensors` in data-offset order, `metadata`, `data_start` (8 + the header's
+/// length: where data offset 0 lies in the file) and `file_size`.
+using Header = detail::BasicHeader<TensorInfo>;
 
 /// Parses and validates a header from the first bytes of a file of `file_size` bytes.
 /// `bytes` must hold at least the 8-byte length and the header it announces (the whole file
@@ -5870,20 +5881,13 @@ namespace tracetorch::detail {
 
 /// Under AddressSanitizer, arena memory not handed out (or taken back by a rewind) is poisoned, so
 /// that a use of trace memory after its forward ended is reported as one.
-inline void arena_poison(const void* data, std::size_t size) noexcept {
 #ifdef TRACETORCH_DETAIL_ASAN
-  __asan_poison_memory_region(data, size);
+inline void arena_poison(const void* data, std::size_t size) noexcept { __asan_poison_memory_region(data, size); }
+inline void arena_unpoison(const void* data, std::size_t size) noexcept { __asan_unpoison_memory_region(data, size); }
 #else
-  (void)data, (void)size;
+inline void arena_poison(const void*, std::size_t) noexcept {}
+inline void arena_unpoison(const void*, std::size_t) noexcept {}
 #endif
-}
-inline void arena_unpoison(const void* data, std::size_t size) noexcept {
-#ifdef TRACETORCH_DETAIL_ASAN
-  __asan_unpoison_memory_region(data, size);
-#else
-  (void)data, (void)size;
-#endif
-}
 
 /// Mapped memory, in blocks shared by the process's forward arenas, so that a forward in a new
 /// debugger scope finds pages the last one used (a page touched for the first time costs a

@@ -38,20 +38,13 @@ namespace tracetorch::detail {
 
 /// Under AddressSanitizer, arena memory not handed out (or taken back by a rewind) is poisoned, so
 /// that a use of trace memory after its forward ended is reported as one.
-inline void arena_poison(const void* data, std::size_t size) noexcept {
 #ifdef TRACETORCH_DETAIL_ASAN
-  __asan_poison_memory_region(data, size);
+inline void arena_poison(const void* data, std::size_t size) noexcept { __asan_poison_memory_region(data, size); }
+inline void arena_unpoison(const void* data, std::size_t size) noexcept { __asan_unpoison_memory_region(data, size); }
 #else
-  (void)data, (void)size;
+inline void arena_poison(const void*, std::size_t) noexcept {}
+inline void arena_unpoison(const void*, std::size_t) noexcept {}
 #endif
-}
-inline void arena_unpoison(const void* data, std::size_t size) noexcept {
-#ifdef TRACETORCH_DETAIL_ASAN
-  __asan_unpoison_memory_region(data, size);
-#else
-  (void)data, (void)size;
-#endif
-}
 
 /// Mapped memory, in blocks shared by the process's forward arenas, so that a forward in a new
 /// debugger scope finds pages the last one used (a page touched for the first time costs a

@@ -30,22 +30,13 @@ namespace tracetorch::safetensors {
 /// Tensors to save, by name (any order: the file holds them sorted).
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
-/// One tensor's header entry.
-struct TensorInfo {
-  std::string name;
-  c10::ScalarType dtype = c10::ScalarType::Undefined;
-  std::vector<int64_t> shape;
-  std::uint64_t begin = 0;  ///< data_offsets[0], relative to Header::data_start
-  std::uint64_t end = 0;    ///< data_offsets[1]
-};
+/// One tensor's header entry: `name`, `dtype` (LibTorch's; Undefined until read), `shape`, and
+/// `begin`, `end`: its data_offsets, relative to Header::data_start.
+using TensorInfo = detail::BasicTensorInfo<c10::ScalarType, c10::ScalarType::Undefined>;
 
-/// A validated header.
-struct Header {
-  std::vector<TensorInfo> tensors;  ///< in data-offset order
-  std::map<std::string, std::string> metadata;
-  std::uint64_t data_start = 0;  ///< 8 + header length: where data offset 0 lies in the file
-  std::uint64_t file_size = 0;
-};
+/// A validated header: `tensors` in data-offset order, `metadata`, `data_start` (8 + the header's
+/// length: where data offset 0 lies in the file) and `file_size`.
+using Header = detail::BasicHeader<TensorInfo>;
 
 /// Parses and validates a header from the first bytes of a file of `file_size` bytes.
 /// `bytes` must hold at least the 8-byte length and the header it announces (the whole file

@@ -54,22 +54,30 @@ inline const SafetensorsDtype* safetensors_dtype(std::string_view name) {
   return nullptr;
 }
 
-/// One tensor's header entry, in the format's own terms.
-struct SafetensorsEntry {
+/// One tensor's header entry, its dtype in `Dtype`'s terms (`kNoDtype` until one is read): the
+/// format's own here (SafetensorsEntry), LibTorch's in the public safetensors::TensorInfo.
+template <class Dtype, Dtype kNoDtype>
+struct BasicTensorInfo {
   std::string name;
-  const SafetensorsDtype* dtype = nullptr;  ///< into kSafetensorsDtypes
+  Dtype dtype = kNoDtype;
   std::vector<std::int64_t> shape;
-  std::uint64_t begin = 0;  ///< data_offsets[0], relative to data_start
+  std::uint64_t begin = 0;  ///< data_offsets[0], relative to the header's data_start
   std::uint64_t end = 0;    ///< data_offsets[1]
 };
 
-/// A validated header: what safetensors::Header holds, before dtypes become LibTorch's.
-struct ParsedSafetensorsHeader {
-  std::vector<SafetensorsEntry> tensors;  ///< in data-offset order
+/// A validated header of `Info` entries (ParsedSafetensorsHeader here, safetensors::Header public).
+template <class Info>
+struct BasicHeader {
+  std::vector<Info> tensors;  ///< in data-offset order
   std::map<std::string, std::string> metadata;
   std::uint64_t data_start = 0;  ///< 8 + header length: where data offset 0 lies in the file
   std::uint64_t file_size = 0;
 };
+
+/// An entry in the format's own terms: its dtype points into kSafetensorsDtypes.
+using SafetensorsEntry = BasicTensorInfo<const SafetensorsDtype*, nullptr>;
+/// A validated header, before dtypes become LibTorch's.
+using ParsedSafetensorsHeader = BasicHeader<SafetensorsEntry>;
 
 /// The checks of one header's JSON, each failing with "tracetorch: <file>: <cause>".
 class SafetensorsHeaderParser {

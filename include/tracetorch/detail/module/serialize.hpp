@@ -127,38 +127,12 @@ void visit_keywords(const T& pack, ValueVisitor& visitor) {
   });
 }
 
+/// The values that hold others (optional, pointer, named fields, keywords, string map, tuple,
+/// range), then the fallback: what visit_value passes on once no leaf kind matched.
 template <class T>
-void visit_value(const T& value, ValueVisitor& visitor) {
+void visit_composite(const T& value, ValueVisitor& visitor) {
   using U = std::remove_cvref_t<T>;
-  if constexpr (std::is_same_v<U, torch::Tensor>) {
-    if (value.defined()) {
-      visitor.tensor(value);
-    } else {
-      visitor.none();
-    }
-  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
-    visitor.none();  // before strings: nullptr converts to std::string_view
-  } else if constexpr (has_python_repr<U>) {
-    visitor.repr(std::string_view(tracetorch_repr(value)));
-  } else if constexpr (std::is_same_v<U, bool>) {
-    visitor.boolean(value);
-  } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
-    visitor.integer(static_cast<std::int64_t>(value));
-  } else if constexpr (std::is_floating_point_v<U>) {
-    visitor.floating(static_cast<double>(value));
-  } else if constexpr (std::is_same_v<U, c10::ScalarType>) {
-    visitor.dtype(value);
-  } else if constexpr (is_string_like<U>) {
-    visitor.string(std::string_view(value));
-  } else if constexpr (std::is_same_v<U, c10::Scalar>) {
-    if (value.isBoolean()) {
-      visitor.boolean(value.toBool());
-    } else if (value.isIntegral(false)) {
-      visitor.integer(value.toLong());
-    } else {
-      visitor.floating(value.toDouble());
-    }
-  } else if constexpr (is_optional_like<U>) {
+  if constexpr (is_optional_like<U>) {
     if (value.has_value()) {
       visit_value(*value, visitor);
     } else {
@@ -208,6 +182,44 @@ void visit_value(const T& value, ValueVisitor& visitor) {
     visitor.end();
   } else {
     visitor.repr("<" + c10::demangle(typeid(U).name()) + " object at 0xXXXXXXXX>");
+  }
+}
+
+/// Walks `value` into `visitor` as Python would see it: the leaf kinds here (tensor, None, a
+/// custom repr, bool, int, float, dtype, str, Scalar), the rest in visit_composite.
+template <class T>
+void visit_value(const T& value, ValueVisitor& visitor) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, torch::Tensor>) {
+    if (value.defined()) {
+      visitor.tensor(value);
+    } else {
+      visitor.none();
+    }
+  } else if constexpr (std::is_same_v<U, std::nullptr_t> || std::is_same_v<U, std::nullopt_t>) {
+    visitor.none();  // before strings: nullptr converts to std::string_view
+  } else if constexpr (has_python_repr<U>) {
+    visitor.repr(std::string_view(tracetorch_repr(value)));
+  } else if constexpr (std::is_same_v<U, bool>) {
+    visitor.boolean(value);
+  } else if constexpr (std::is_integral_v<U> || std::is_enum_v<U> && !std::is_same_v<U, c10::ScalarType>) {
+    visitor.integer(static_cast<std::int64_t>(value));
+  } else if constexpr (std::is_floating_point_v<U>) {
+    visitor.floating(static_cast<double>(value));
+  } else if constexpr (std::is_same_v<U, c10::ScalarType>) {
+    visitor.dtype(value);
+  } else if constexpr (is_string_like<U>) {
+    visitor.string(std::string_view(value));
+  } else if constexpr (std::is_same_v<U, c10::Scalar>) {
+    if (value.isBoolean()) {
+      visitor.boolean(value.toBool());
+    } else if (value.isIntegral(false)) {
+      visitor.integer(value.toLong());
+    } else {
+      visitor.floating(value.toDouble());
+    }
+  } else {
+    visit_composite(value, visitor);
   }
 }
 
