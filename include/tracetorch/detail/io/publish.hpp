@@ -24,11 +24,9 @@
 // - Readers take a shared DirectoryLock on the tree while they read it: no exchange happens
 //   meanwhile, so they read the old tree or the new one, whole.
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>

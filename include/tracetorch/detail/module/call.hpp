@@ -202,8 +202,8 @@ inline void unwind_attachments(const EnteredAttachments& entered) noexcept {
 
 /// Exits the entered attachments in the reverse of the order they were entered, so that
 /// observers that save and restore state (grad mode) nest properly. If one throws, those it
-/// would have been followed by are unwound instead. Not inlined nor cloned into the callers (nor
-/// enter_attachments): one copy per program file, less for the compiler to optimize.
+/// would have been followed by are unwound instead. Like enter_attachments, kept out of line and
+/// uncloned: one copy per program file instead of one per traced forward, less to optimize.
 [[gnu::noinline, gnu::noclone]] inline void exit_attachments(const EnteredAttachments& entered, const CallResult& view) {
   for (std::size_t i = entered.size(); i-- > 0;) {
     try {
