@@ -192,16 +192,9 @@ struct NamedConfig {
 };
 
 plain_llama::Config plain_config(const llama::LlamaConfig& c) {
-  plain_llama::Config p;
-  p.vocab_size = c.vocab_size;
-  p.hidden_size = c.hidden_size;
-  p.intermediate_size = c.intermediate_size;
-  p.num_hidden_layers = c.num_hidden_layers;
-  p.num_attention_heads = c.num_attention_heads;
-  p.num_key_value_heads = c.num_key_value_heads;
-  p.rms_norm_eps = c.rms_norm_eps;
-  p.rope_theta = c.rope_theta;
-  return p;
+  return {.vocab_size = c.vocab_size, .hidden_size = c.hidden_size, .intermediate_size = c.intermediate_size,
+          .num_hidden_layers = c.num_hidden_layers, .num_attention_heads = c.num_attention_heads,
+          .num_key_value_heads = c.num_key_value_heads, .rms_norm_eps = c.rms_norm_eps, .rope_theta = c.rope_theta};
 }
 
 /// Points every parameter of `to` at the storage of the parameter of `from` with the same name;

@@ -11,12 +11,12 @@
 
 #include <boost/json.hpp>
 
+#include "command_line.hpp"  // tools/: argv, numbers, main()'s frame
+
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -46,9 +46,8 @@ constexpr const char* kUsage =
     "  --dump-captured    write the captured tensors to DIR/hidden_states_<i>.safetensors and\n"
     "                     DIR/attentions_<i>.safetensors (key \"data\")\n";
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using tracetorch::command_line::parse_number;
+using tracetorch::command_line::UsageError;
 
 struct Arguments {
   std::optional<std::filesystem::path> config, weights, input_ids;
@@ -62,42 +61,25 @@ struct Arguments {
   std::optional<std::filesystem::path> dump_captured;
 };
 
-template <class Int>
-Int parse_number(const std::string& flag, const std::string& text, Int minimum) {
-  Int value{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < minimum) {
-    throw UsageError(flag + " needs an integer >= " + std::to_string(minimum) + ", got '" + text + "'");
-  }
-  return value;
-}
-
 Arguments parse_arguments(int argc, char** argv) {
   Arguments args;
   bool have_debug_path = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(flag + " needs a value");
-      return argv[++i];
-    };
-    if (flag == "--help" || flag == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (flag == "--config") {
-      args.config = value();
+  for (tracetorch::command_line::ArgumentReader arg(argc, argv); arg.next();) {
+    const std::string& flag = arg.name();
+    if (flag == "--config") {
+      args.config = arg.value();
     } else if (flag == "--weights") {
-      args.weights = value();
+      args.weights = arg.value();
     } else if (flag == "--input-ids") {
-      args.input_ids = value();
+      args.input_ids = arg.value();
     } else if (flag == "--batch") {
-      args.batch = parse_number<std::int64_t>(flag, value(), 1);
+      args.batch = parse_number<std::int64_t>(flag, arg.value(), 1);
     } else if (flag == "--seq") {
-      args.seq = parse_number<std::int64_t>(flag, value(), 1);
+      args.seq = parse_number<std::int64_t>(flag, arg.value(), 1);
     } else if (flag == "--seed") {
-      args.seed = parse_number<std::uint64_t>(flag, value(), 0);
+      args.seed = parse_number<std::uint64_t>(flag, arg.value(), 0);
     } else if (flag == "--debug-path") {
-      args.debug_path = value();
+      args.debug_path = arg.value();
       have_debug_path = true;
     } else if (flag == "--no-prune-layers") {
       args.prune_layers = false;
@@ -108,7 +90,7 @@ Arguments parse_arguments(int argc, char** argv) {
     } else if (flag == "--output-attentions") {
       args.output_attentions = true;
     } else if (flag == "--dump-captured") {
-      args.dump_captured = value();
+      args.dump_captured = arg.value();
       if (args.dump_captured->empty()) throw UsageError("--dump-captured needs a directory");
     } else {
       throw UsageError("unknown argument '" + flag + "'");
@@ -233,16 +215,8 @@ void dump_captured(const std::filesystem::path& dir, const llama::BaseModelOutpu
   dump("attentions", output.attentions);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Arguments args;
-  try {
-    args = parse_arguments(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "llama_trace: " << e.what() << "\n\n" << kUsage;
-    return 2;
-  }
+/// Traces the model as `args` asks; the exit status (1: an error, printed).
+int trace(const Arguments& args) {
   try {
     // Only rank 0 records (the debugger's rule): another rank has nothing to write, so it says so
     // and stops before any work.
@@ -287,4 +261,10 @@ int main(int argc, char** argv) {
     std::cerr << "llama_trace: error: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tracetorch::command_line::run_program("llama_trace", kUsage, argc, argv, parse_arguments, trace);
 }

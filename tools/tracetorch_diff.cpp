@@ -9,15 +9,14 @@
 
 #include <tracetorch/diff.hpp>
 
+#include "command_line.hpp"
+
 #include <unistd.h>
 
-#include <charconv>
-#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,18 +46,7 @@ constexpr const char* kUsage =
     "Exit status: 0 within tolerance (or every difference accepted), 1 divergence, 2 unreadable or malformed\n"
     "input (a trace or a rules file) or a bad command line.\n";
 
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-double parse_tolerance(const std::string& flag, const std::string& text) {
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !(value >= 0) || std::isinf(value)) {
-    throw UsageError(flag + " needs a finite number >= 0, got '" + text + "'");
-  }
-  return value;
-}
+using tracetorch::command_line::UsageError;
 
 /// "\r[k/N] comparing" on a terminal, at most ten times a second; erased at the end.
 class ProgressLine {
@@ -88,41 +76,38 @@ struct CommandLine {
   std::vector<std::string> accept_files;
   std::vector<std::string> arg_names_files;
   bool all = false;
-  bool help = false;  ///< --help: print the usage, nothing else
 };
 
-/// Throws UsageError, or tracetorch::Error for a bad --map, on a command line it cannot use.
+/// Throws UsageError on a command line it cannot use (a bad --map included).
 CommandLine parse_command_line(int argc, char** argv) {
+  using tracetorch::command_line::parse_number;
   CommandLine command;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      command.help = true;
-      return command;
-    } else if (arg == "--atol") {
-      command.options.atol = parse_tolerance(arg, value());
-    } else if (arg == "--rtol") {
-      command.options.rtol = parse_tolerance(arg, value());
-    } else if (arg == "--map") {
-      command.options.renames.push_back(tracetorch::PathRename::parse(value()));
-    } else if (arg == "--accept") {
-      command.accept_files.push_back(value());
-    } else if (arg == "--arg-names") {
-      command.arg_names_files.push_back(value());
-    } else if (arg == "--json") {
-      command.json_path = value();
-    } else if (arg == "--no-precision-tolerance") {
+  for (tracetorch::command_line::ArgumentReader arg(argc, argv); arg.next();) {
+    const std::string& flag = arg.name();
+    if (flag == "--atol") {
+      command.options.atol = parse_number(flag, arg.value(), 0.0);
+    } else if (flag == "--rtol") {
+      command.options.rtol = parse_number(flag, arg.value(), 0.0);
+    } else if (flag == "--map") {
+      try {
+        command.options.renames.push_back(tracetorch::PathRename::parse(arg.value()));
+      } catch (const tracetorch::Error& e) {
+        throw UsageError(e.what());
+      }
+    } else if (flag == "--accept") {
+      command.accept_files.push_back(arg.value());
+    } else if (flag == "--arg-names") {
+      command.arg_names_files.push_back(arg.value());
+    } else if (flag == "--json") {
+      command.json_path = arg.value();
+    } else if (flag == "--no-precision-tolerance") {
       command.options.precision_tolerance = false;
-    } else if (arg == "--all") {
+    } else if (flag == "--all") {
       command.all = true;
-    } else if (arg.starts_with("--")) {
-      throw UsageError("unknown option " + arg);
+    } else if (flag.starts_with("--")) {
+      throw UsageError("unknown option " + flag);
     } else {
-      command.positional.push_back(arg);
+      command.positional.push_back(flag);
     }
   }
   if (command.positional.size() != 2) {
@@ -165,16 +150,5 @@ int run(CommandLine& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CommandLine command;
-  try {
-    command = parse_command_line(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "tracetorch-diff: " << e.what() << "\n" << kUsage;
-    return 2;
-  }
-  if (command.help) {
-    std::cout << kUsage;
-    return 0;
-  }
-  return run(command);
+  return tracetorch::command_line::run_program("tracetorch-diff", kUsage, argc, argv, parse_command_line, run);
 }

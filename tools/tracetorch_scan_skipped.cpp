@@ -23,6 +23,7 @@
 
 #include <tracetorch/detail/testing/common_test_names.hpp>  // is_common_test
 
+#include "command_line.hpp"
 #include "scan/common.hpp"
 #include "scan/report.hpp"
 #include "scan/source_lexer.hpp"
@@ -52,35 +53,24 @@ struct Options {
 };
 
 Options parse_command_line(int argc, char** argv) {
+  using tracetorch::command_line::UsageError;
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    const auto take = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= argc) throw ScanError(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--tests-dir" || arg == "--tests_dir") {
-      options.tests_dir = take();
-    } else if (arg == "--output_dir" || arg == "--output-dir") {
-      options.output_dir = take();
-    } else if (arg == "--print-work-steps") {
+  for (tracetorch::command_line::ArgumentReader arg(argc, argv); arg.next();) {
+    const std::string& name = arg.name();
+    if (name == "--tests-dir" || name == "--tests_dir") {
+      options.tests_dir = arg.value();
+    } else if (name == "--output_dir" || name == "--output-dir") {
+      options.output_dir = arg.value();
+    } else if (name == "--print-work-steps") {
       options.print_work_steps = true;
-    } else if (arg == "--test_method_name" || arg == "--test-method-name") {
-      options.test_method_name = take();
+    } else if (name == "--test_method_name" || name == "--test-method-name") {
+      options.test_method_name = arg.value();
       if (!tracetorch::testing::is_common_test(options.test_method_name)) {
-        throw ScanError("--test_method_name: \"" + options.test_method_name +
-                        "\" is not a common test (see tracetorch::testing::common_test_names)");
+        throw UsageError("--test_method_name: \"" + options.test_method_name +
+                         "\" is not a common test (see tracetorch::testing::common_test_names)");
       }
     } else {
-      throw ScanError((arg.starts_with("-") ? "unknown option " : "unexpected argument ") + arg);
+      throw UsageError((arg.is_option() ? "unknown option " : "unexpected argument ") + name);
     }
   }
   return options;
@@ -130,22 +120,8 @@ int scan(const Options& options) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-  }
-  Options options;
-  try {
-    options = parse_command_line(argc, argv);
-  } catch (const ScanError& e) {
-    std::cerr << "tracetorch-scan-skipped: " << e.what() << "\n" << kUsage;
-    return 2;
-  }
+/// Scans as `options` ask: the exit status (2: a file it cannot read or understand, printed).
+int run(const Options& options) {
   try {
     const int status = scan(options);
     if (options.print_work_steps) std::fprintf(stderr, "work steps: %llu\n", static_cast<unsigned long long>(work_steps));
@@ -155,4 +131,10 @@ int main(int argc, char** argv) {
     std::cerr << "tracetorch-scan-skipped: " << e.what() << "\n";
     return 2;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tracetorch::command_line::run_program("tracetorch-scan-skipped", kUsage, argc, argv, parse_command_line, run);
 }

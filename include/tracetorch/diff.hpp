@@ -84,6 +84,16 @@ struct DiffOptions {
   bool precision_tolerance = true;
 };
 
+/// Reads an accept rules file (see AcceptRule and parse_accept_rules); throws Error naming the
+/// file, and the line of a bad rule.
+inline std::vector<AcceptRule> load_accept_rules(const std::filesystem::path& path) {
+  return parse_accept_rules(detail::rules_file::read(path), path.string());
+}
+/// Reads an argument-name rules file (see ArgNamesRule and parse_arg_names_rules); the same errors.
+inline std::vector<ArgNamesRule> load_arg_names_rules(const std::filesystem::path& path) {
+  return parse_arg_names_rules(detail::rules_file::read(path), path.string());
+}
+
 /// Compares the candidate trace against the reference trace. Throws Error (naming the file)
 /// for a trace that cannot be read or is malformed, including any tensor file it names.
 ///

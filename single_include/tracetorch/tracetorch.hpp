@@ -9740,11 +9740,13 @@ struct FormulaActivation : torch::nn::Cloneable<Derived> {
 };
 
 /// LibTorch's kernel, or upstream's formula written out when the Python flag (`use_gelu_python`,
-/// `use_gelu_tanh_python`) asks for it.
-template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Kernel)(const torch::Tensor&),
-          torch::Tensor (*WrittenOut)(const torch::Tensor&)>
-struct KernelOrFormulaActivation : torch::nn::Cloneable<Derived> {
-  explicit KernelOrFormulaActivation(bool written_out) : written_out(written_out) {}
+/// `use_gelu_tanh_python`: the member of `Options` that `UseWrittenOut` names) asks for it.
+/// `Options` is a type parameter so that lookup by argument finds TRACEABLE's marker in its namespace.
+template <tracetorch::detail::FixedString Name, class Options, bool Options::*UseWrittenOut,
+          torch::Tensor (*Kernel)(const torch::Tensor&), torch::Tensor (*WrittenOut)(const torch::Tensor&)>
+struct KernelOrFormulaActivation
+    : torch::nn::Cloneable<KernelOrFormulaActivation<Name, Options, UseWrittenOut, Kernel, WrittenOut>> {
+  explicit KernelOrFormulaActivation(Options options = {}) : written_out(options.*UseWrittenOut) {}
   void reset() override {}
   torch::Tensor forward(const torch::Tensor& input) { return written_out ? WrittenOut(input) : Kernel(input); }
   void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }
@@ -9893,27 +9895,26 @@ TRACETORCH_DETAIL_FORMULA_ACTIVATION(MishActivation, detail::mish);
 TRACETORCH_DETAIL_FORMULA_ACTIVATION(SiLUActivation, detail::silu);
 #undef TRACETORCH_DETAIL_FORMULA_ACTIVATION
 
+// The two GELU modules are one template over their options' flag: LibTorch's kernel, or
+// upstream's formula written out when the flag is set.
+
 /// `gelu`: LibTorch's exact (erf) GELU kernel; `gelu_python` is
 /// `GELUActivation(GELUActivationOptions{.use_gelu_python = true})`, the formula written out.
 struct GELUActivationOptions {
   bool use_gelu_python = false;
 };
-struct GELUActivationImpl
-    : detail::KernelOrFormulaActivation<GELUActivationImpl, "GELUActivation", detail::plain_gelu, functional::gelu_python> {
-  explicit GELUActivationImpl(GELUActivationOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_python) {}
-};
-TRACETORCH_TRACEABLE_IMPL(GELUActivation, GELUActivationImpl);
-
 /// `gelu_pytorch_tanh`: LibTorch's tanh-approximate GELU kernel; `gelu_python_tanh` is
 /// `GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})`. Older transformers called the class
 /// PytorchGELUTanh (an alias of GELUTanh in current versions).
 struct GELUTanhOptions {
   bool use_gelu_tanh_python = false;
 };
-struct GELUTanhImpl
-    : detail::KernelOrFormulaActivation<GELUTanhImpl, "GELUTanh", detail::tanh_gelu, functional::gelu_python_tanh> {
-  explicit GELUTanhImpl(GELUTanhOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_tanh_python) {}
-};
+using GELUActivationImpl = detail::KernelOrFormulaActivation<"GELUActivation", GELUActivationOptions,
+                                                             &GELUActivationOptions::use_gelu_python, detail::plain_gelu,
+                                                             functional::gelu_python>;
+using GELUTanhImpl = detail::KernelOrFormulaActivation<"GELUTanh", GELUTanhOptions, &GELUTanhOptions::use_gelu_tanh_python,
+                                                       detail::tanh_gelu, functional::gelu_python_tanh>;
+TRACETORCH_TRACEABLE_IMPL(GELUActivation, GELUActivationImpl);
 TRACETORCH_TRACEABLE_IMPL(GELUTanh, GELUTanhImpl);
 
 /// `gelu_10`: GELU clipped to [min, max]; upstream refuses min > max (ValueError), this a

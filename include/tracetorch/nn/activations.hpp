@@ -99,27 +99,26 @@ TRACETORCH_DETAIL_FORMULA_ACTIVATION(MishActivation, detail::mish);
 TRACETORCH_DETAIL_FORMULA_ACTIVATION(SiLUActivation, detail::silu);
 #undef TRACETORCH_DETAIL_FORMULA_ACTIVATION
 
+// The two GELU modules are one template over their options' flag: LibTorch's kernel, or
+// upstream's formula written out when the flag is set.
+
 /// `gelu`: LibTorch's exact (erf) GELU kernel; `gelu_python` is
 /// `GELUActivation(GELUActivationOptions{.use_gelu_python = true})`, the formula written out.
 struct GELUActivationOptions {
   bool use_gelu_python = false;
 };
-struct GELUActivationImpl
-    : detail::KernelOrFormulaActivation<GELUActivationImpl, "GELUActivation", detail::plain_gelu, functional::gelu_python> {
-  explicit GELUActivationImpl(GELUActivationOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_python) {}
-};
-TRACETORCH_TRACEABLE_IMPL(GELUActivation, GELUActivationImpl);
-
 /// `gelu_pytorch_tanh`: LibTorch's tanh-approximate GELU kernel; `gelu_python_tanh` is
 /// `GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})`. Older transformers called the class
 /// PytorchGELUTanh (an alias of GELUTanh in current versions).
 struct GELUTanhOptions {
   bool use_gelu_tanh_python = false;
 };
-struct GELUTanhImpl
-    : detail::KernelOrFormulaActivation<GELUTanhImpl, "GELUTanh", detail::tanh_gelu, functional::gelu_python_tanh> {
-  explicit GELUTanhImpl(GELUTanhOptions options = {}) : KernelOrFormulaActivation(options.use_gelu_tanh_python) {}
-};
+using GELUActivationImpl = detail::KernelOrFormulaActivation<"GELUActivation", GELUActivationOptions,
+                                                             &GELUActivationOptions::use_gelu_python, detail::plain_gelu,
+                                                             functional::gelu_python>;
+using GELUTanhImpl = detail::KernelOrFormulaActivation<"GELUTanh", GELUTanhOptions, &GELUTanhOptions::use_gelu_tanh_python,
+                                                       detail::tanh_gelu, functional::gelu_python_tanh>;
+TRACETORCH_TRACEABLE_IMPL(GELUActivation, GELUActivationImpl);
 TRACETORCH_TRACEABLE_IMPL(GELUTanh, GELUTanhImpl);
 
 /// `gelu_10`: GELU clipped to [min, max]; upstream refuses min > max (ValueError), this a

@@ -1,15 +1,18 @@
 #pragma once
 /// \file
-/// What every common test starts from: a seeded model in eval mode with its inputs, and a
-/// scratch directory for the files a test writes.
+/// What every common test starts from: a seeded model in eval mode with its inputs, a scratch
+/// directory for the files a test writes, what a test requires of the model, and the macro that
+/// defines a test.
 
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <random>
 #include <string>
+#include <string_view>
 #include <system_error>
 
+#include "tracetorch/module.hpp"
 #include "tracetorch/testing/tester.hpp"
 
 namespace tracetorch::testing::detail {
@@ -57,4 +60,43 @@ struct Setup {
   }
 };
 
+/// `present`, where it is true; otherwise the build stops here with one message. Used as
+/// `if constexpr (output_struct_has<Tester, has_attentions<Out>>())`, so that the test body,
+/// which would not compile either, is left out.
+template <class Tester, bool present>
+constexpr bool output_struct_has() {
+  static_assert(present,
+                "tracetorch::testing: the model's output struct lacks the member this common test reads "
+                "(std::optional<std::vector<torch::Tensor>>: hidden_states for test_hidden_states_output, attentions "
+                "for test_attention_outputs, cross_attentions for test_cross_attention_outputs); add it, or skip the "
+                "test with a reason");
+  return present;
+}
+
+/// Stops the build when the tester's model is not declared with TRACEABLE: the common test
+/// that calls it (named in the compiler's "required from" note) inspects traces.
+template <class Tester>
+constexpr void require_traceable_model() {
+  static_assert(tracetorch::is_traceable_v<model_t<Tester>>,
+                "tracetorch::testing: this common test needs a model declared with TRACEABLE(Name)");
+}
+
 }  // namespace tracetorch::testing::detail
+
+/// Defines common test `test_name`, as doctest's TEST_CASE defines a case: a struct of that name
+/// whose `name` is its string and whose `run<Tester>()` runs the body that follows on a fresh
+/// Setup, compiled per tester. In the body, `Tester` is the tester and `s` its Setup. Undefined
+/// at the end of testing/registration.hpp, after the four groups of tests.
+#define TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_name)                                     \
+  struct test_name {                                                                         \
+    static constexpr std::string_view name = #test_name;                                     \
+    template <class Tester>                                                                  \
+    static void run() {                                                                      \
+      ::tracetorch::testing::detail::Setup<Tester> setup;                                    \
+      body<Tester>(setup);                                                                   \
+    }                                                                                        \
+    template <class Tester>                                                                  \
+    static void body(::tracetorch::testing::detail::Setup<Tester>& s);                       \
+  };                                                                                         \
+  template <class Tester>                                                                    \
+  void test_name::body([[maybe_unused]] ::tracetorch::testing::detail::Setup<Tester>& s)

@@ -24,50 +24,36 @@
 namespace tracetorch::testing::detail {
 
 /// last_hidden_state is [batch, seq, hidden]; nothing else is returned unless asked for.
-struct test_model_output_shapes {
-  static constexpr std::string_view name = "test_model_output_shapes";
-  template <class Tester>
-  static void run() {
-    Setup<Tester> s;
-    const auto out = s.forward();
-    check_shape("last_hidden_state", out.last_hidden_state,
-                {s.sizes.batch_size, s.sizes.seq_length, s.sizes.hidden_size});
-    if constexpr (has_hidden_states<output_t<Tester>>) DOCTEST_CHECK_FALSE(out.hidden_states.has_value());
-    if constexpr (has_attentions<output_t<Tester>>) DOCTEST_CHECK_FALSE(out.attentions.has_value());
-    if constexpr (has_cross_attentions<output_t<Tester>>) DOCTEST_CHECK_FALSE(out.cross_attentions.has_value());
-  }
-};
+TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_model_output_shapes) {
+  const auto out = s.forward();
+  check_shape("last_hidden_state", out.last_hidden_state,
+              {s.sizes.batch_size, s.sizes.seq_length, s.sizes.hidden_size});
+  if constexpr (has_hidden_states<output_t<Tester>>) DOCTEST_CHECK_FALSE(out.hidden_states.has_value());
+  if constexpr (has_attentions<output_t<Tester>>) DOCTEST_CHECK_FALSE(out.attentions.has_value());
+  if constexpr (has_cross_attentions<output_t<Tester>>) DOCTEST_CHECK_FALSE(out.cross_attentions.has_value());
+}
 
 /// output_hidden_states, from the call or from the config: layers + 1 states of [batch, seq, hidden].
-struct test_hidden_states_output {
-  static constexpr std::string_view name = "test_hidden_states_output";
-  template <class Tester>
-  static void run() {
-    using Out = output_t<Tester>;
-    if constexpr (!has_hidden_states<Out>) {
-      static_assert(missing<Tester>,
-                    "tracetorch::testing: test_hidden_states_output needs an output struct with "
-                    "`std::optional<std::vector<torch::Tensor>> hidden_states`; add it, or skip the test with a reason");
-    } else {
-      Setup<Tester> s;
-      const auto check = [&](const Out& out, const std::string& how) {
-        DOCTEST_REQUIRE_MESSAGE(out.hidden_states.has_value(), how << ": no hidden_states returned");
-        DOCTEST_CHECK_MESSAGE(static_cast<std::int64_t>(out.hidden_states->size()) == s.sizes.num_hidden_layers + 1,
-                              how << ": " << out.hidden_states->size() << " hidden states, expected num_hidden_layers + 1 = "
-                                  << s.sizes.num_hidden_layers + 1);
-        for (std::size_t i = 0; i < out.hidden_states->size(); ++i) {
-          check_shape(how + ": hidden_states[" + std::to_string(i) + "]", (*out.hidden_states)[i],
-                      {s.sizes.batch_size, s.sizes.seq_length, s.sizes.hidden_size});
-        }
-      };
-      check(s.forward({.output_hidden_states = true}), "output_hidden_states=True in the call");
-      if constexpr (requires { s.model->config.output_hidden_states = true; }) {
-        s.model->config.output_hidden_states = true;
-        check(s.forward(), "output_hidden_states=True in the config");
+TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_hidden_states_output) {
+  using Out = output_t<Tester>;
+  if constexpr (output_struct_has<Tester, has_hidden_states<Out>>()) {
+    const auto check = [&](const Out& out, const std::string& how) {
+      DOCTEST_REQUIRE_MESSAGE(out.hidden_states.has_value(), how << ": no hidden_states returned");
+      DOCTEST_CHECK_MESSAGE(static_cast<std::int64_t>(out.hidden_states->size()) == s.sizes.num_hidden_layers + 1,
+                            how << ": " << out.hidden_states->size() << " hidden states, expected num_hidden_layers + 1 = "
+                                << s.sizes.num_hidden_layers + 1);
+      for (std::size_t i = 0; i < out.hidden_states->size(); ++i) {
+        check_shape(how + ": hidden_states[" + std::to_string(i) + "]", (*out.hidden_states)[i],
+                    {s.sizes.batch_size, s.sizes.seq_length, s.sizes.hidden_size});
       }
+    };
+    check(s.forward({.output_hidden_states = true}), "output_hidden_states=True in the call");
+    if constexpr (requires { s.model->config.output_hidden_states = true; }) {
+      s.model->config.output_hidden_states = true;
+      check(s.forward(), "output_hidden_states=True in the config");
     }
   }
-};
+}
 
 /// Checks `count` attention maps of [batch, heads, seq, key_length], each row a distribution.
 inline void check_attention_maps(const std::string& what, const std::vector<torch::Tensor>& maps,
@@ -85,52 +71,34 @@ inline void check_attention_maps(const std::string& what, const std::vector<torc
 
 /// output_attentions: one [batch, heads, seq, seq] map per layer, rows summing to 1; no
 /// hidden_states unless asked for.
-struct test_attention_outputs {
-  static constexpr std::string_view name = "test_attention_outputs";
-  template <class Tester>
-  static void run() {
-    using Out = output_t<Tester>;
-    if constexpr (!has_attentions<Out>) {
-      static_assert(missing<Tester>,
-                    "tracetorch::testing: test_attention_outputs needs an output struct with "
-                    "`std::optional<std::vector<torch::Tensor>> attentions`; add it, or skip the test with a reason");
-    } else {
-      Setup<Tester> s;
-      const auto out = s.forward({.output_attentions = true});
-      DOCTEST_REQUIRE_MESSAGE(out.attentions.has_value(), "output_attentions=True: no attentions returned");
-      check_attention_maps("attentions", *out.attentions, s.sizes, s.sizes.seq_length);
-      if constexpr (has_hidden_states<Out>) DOCTEST_CHECK_FALSE(out.hidden_states.has_value());
-      if constexpr (requires { s.model->config.output_attentions = true; }) {
-        s.model->config.output_attentions = true;
-        const auto from_config = s.forward();
-        DOCTEST_REQUIRE_MESSAGE(from_config.attentions.has_value(), "output_attentions in the config: no attentions returned");
-        check_attention_maps("attentions (config)", *from_config.attentions, s.sizes, s.sizes.seq_length);
-      }
+TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_attention_outputs) {
+  using Out = output_t<Tester>;
+  if constexpr (output_struct_has<Tester, has_attentions<Out>>()) {
+    const auto out = s.forward({.output_attentions = true});
+    DOCTEST_REQUIRE_MESSAGE(out.attentions.has_value(), "output_attentions=True: no attentions returned");
+    check_attention_maps("attentions", *out.attentions, s.sizes, s.sizes.seq_length);
+    if constexpr (has_hidden_states<Out>) DOCTEST_CHECK_FALSE(out.hidden_states.has_value());
+    if constexpr (requires { s.model->config.output_attentions = true; }) {
+      s.model->config.output_attentions = true;
+      const auto from_config = s.forward();
+      DOCTEST_REQUIRE_MESSAGE(from_config.attentions.has_value(), "output_attentions in the config: no attentions returned");
+      check_attention_maps("attentions (config)", *from_config.attentions, s.sizes, s.sizes.seq_length);
     }
   }
-};
+}
 
 /// cross_attentions follow output_attentions: one [batch, heads, seq, encoder_seq] map per layer.
-struct test_cross_attention_outputs {
-  static constexpr std::string_view name = "test_cross_attention_outputs";
-  template <class Tester>
-  static void run() {
-    using Out = output_t<Tester>;
-    if constexpr (!has_cross_attentions<Out>) {
-      static_assert(missing<Tester>,
-                    "tracetorch::testing: test_cross_attention_outputs needs an output struct with "
-                    "`std::optional<std::vector<torch::Tensor>> cross_attentions`; add it, or skip the test with a reason");
-    } else {
-      Setup<Tester> s;
-      DOCTEST_REQUIRE_MESSAGE(s.sizes.encoder_seq_length > 0, "sizes().encoder_seq_length must give the key length");
-      const auto out = s.forward({.output_attentions = true});
-      DOCTEST_REQUIRE_MESSAGE(out.cross_attentions.has_value(), "output_attentions=True: no cross_attentions returned");
-      check_attention_maps("cross_attentions", *out.cross_attentions, s.sizes, s.sizes.encoder_seq_length);
-      const auto plain = s.forward();
-      DOCTEST_CHECK_FALSE(plain.cross_attentions.has_value());
-    }
+TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_cross_attention_outputs) {
+  using Out = output_t<Tester>;
+  if constexpr (output_struct_has<Tester, has_cross_attentions<Out>>()) {
+    DOCTEST_REQUIRE_MESSAGE(s.sizes.encoder_seq_length > 0, "sizes().encoder_seq_length must give the key length");
+    const auto out = s.forward({.output_attentions = true});
+    DOCTEST_REQUIRE_MESSAGE(out.cross_attentions.has_value(), "output_attentions=True: no cross_attentions returned");
+    check_attention_maps("cross_attentions", *out.cross_attentions, s.sizes, s.sizes.encoder_seq_length);
+    const auto plain = s.forward();
+    DOCTEST_CHECK_FALSE(plain.cross_attentions.has_value());
   }
-};
+}
 
 /// One field of an output struct against the next item of its to_tuple(), `k`: a field that
 /// is present is that item (a tensor or tensor list equal to it, an object in its place) and
@@ -163,28 +131,23 @@ void check_tuple_item(const OutputTuple& tuple_output, std::size_t& k, const std
 
 /// to_tuple(output) (return_dict=False) holds the struct's fields in order, None ones left out;
 /// with every output asked for (every key the record map declares), each one is there.
-struct test_model_outputs_equivalence {
-  static constexpr std::string_view name = "test_model_outputs_equivalence";
-  template <class Tester>
-  static void run() {
-    using Out = output_t<Tester>;
-    Setup<Tester> s;
-    for (const auto& options : {OutputOptions{}, all_outputs<Tester>()}) {
-      const Out dict_output = s.forward(options);
-      check_requested_outputs("the struct", dict_output, options);
-      const auto tuple_output = to_tuple(s.forward(options));
-      std::size_t k = 0;
-      const auto compare = [&](const std::string& field, const auto& value) {
-        check_tuple_item(tuple_output, k, field, value);
-      };
-      if constexpr (tracetorch::detail::has_output_fields<Out>) {
-        tracetorch_fields(dict_output, [&](const char* field, const auto& value) { compare(field, value); });
-      } else {
-        boost::pfr::for_each_field(dict_output, [&](const auto& value, std::size_t i) { compare("field " + std::to_string(i), value); });
-      }
-      DOCTEST_CHECK_MESSAGE(k == tuple_output.size(), "the tuple has " << tuple_output.size() << " items, the struct " << k);
+TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_model_outputs_equivalence) {
+  using Out = output_t<Tester>;
+  for (const auto& options : {OutputOptions{}, all_outputs<Tester>()}) {
+    const Out dict_output = s.forward(options);
+    check_requested_outputs("the struct", dict_output, options);
+    const auto tuple_output = to_tuple(s.forward(options));
+    std::size_t k = 0;
+    const auto compare = [&](const std::string& field, const auto& value) {
+      check_tuple_item(tuple_output, k, field, value);
+    };
+    if constexpr (tracetorch::detail::has_output_fields<Out>) {
+      tracetorch_fields(dict_output, [&](const char* field, const auto& value) { compare(field, value); });
+    } else {
+      boost::pfr::for_each_field(dict_output, [&](const auto& value, std::size_t i) { compare("field " + std::to_string(i), value); });
     }
+    DOCTEST_CHECK_MESSAGE(k == tuple_output.size(), "the tuple has " << tuple_output.size() << " items, the struct " << k);
   }
-};
+}
 
 }  // namespace tracetorch::testing::detail

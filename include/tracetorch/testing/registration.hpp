@@ -20,9 +20,10 @@
 
 namespace tracetorch::testing::detail {
 
-// Each common test is a struct with its name and a member template `run`: a member template is
-// compiled only for the testers that run it, so a model may lack what a test it skips would
-// need (an inputs_embeds path, cross-attention).
+// Each common test is a struct with its name and a member template `run`
+// (TRACETORCH_DETAIL_DEFINE_COMMON_TEST): a member template is compiled only for the testers that
+// run it, so a model may lack what a test it skips would need (an inputs_embeds path,
+// cross-attention).
 
 /// In the order of common_test_names (checked below); TRACETORCH_COMMON_MODEL_TESTS names each
 /// by its index.
@@ -150,3 +151,5 @@ void run_common_test() {
                     ::tracetorch::testing::detail::CaseDecorators<Tester>::description<index>()) { \
     ::tracetorch::testing::detail::run_common_test<Tester, index>();                           \
   }
+
+#undef TRACETORCH_DETAIL_DEFINE_COMMON_TEST  // defined in testing/fixture.hpp, for the four groups of tests

@@ -41,93 +41,76 @@ inline std::string read_text(const std::filesystem::path& path) {
 
 /// Asking for hidden_states and attentions does not change last_hidden_state, and a plain
 /// call afterwards returns no captured outputs (nothing stays attached).
-struct test_capture_leaves_outputs_unchanged {
-  static constexpr std::string_view name = "test_capture_leaves_outputs_unchanged";
-  template <class Tester>
-  static void run() {
-    Setup<Tester> s;
-    const auto plain = s.forward();
-    const auto captured = s.forward(all_outputs<Tester>());
-    check_close("last_hidden_state with capture", captured.last_hidden_state, plain.last_hidden_state, 0, 0);
-    const auto again = s.forward();
-    check_outputs_close("a plain call after a capture", again, plain, 0);
-  }
-};
+TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_capture_leaves_outputs_unchanged) {
+  const auto plain = s.forward();
+  const auto captured = s.forward(all_outputs<Tester>());
+  check_close("last_hidden_state with capture", captured.last_hidden_state, plain.last_hidden_state, 0, 0);
+  const auto again = s.forward();
+  check_outputs_close("a plain call after a capture", again, plain, 0);
+}
 
 /// Under the debugger, every registered submodule (containers aside) is TRACEABLE and is
 /// called: its path appears in the trace.
-struct test_trace_covers_every_submodule {
-  static constexpr std::string_view name = "test_trace_covers_every_submodule";
-  template <class Tester>
-  static void run() {
-    static_assert(tracetorch::is_traceable_v<model_t<Tester>>,
-                  "tracetorch::testing: test_trace_covers_every_submodule needs a model declared with TRACEABLE(Name)");
-    Setup<Tester> s;
-    ScratchDir dir;
-    std::filesystem::path trace;
-    {
-      auto guard = model_addition_debugger(s.model, {.debug_path = dir.path(), .do_prune_layers = false});
-      for (const auto& path : guard.untraced_modules()) {
-        DOCTEST_CHECK_MESSAGE(false, path << " is not TRACEABLE: its calls are missing from traces");
-      }
-      trace = guard.full_tensors_path();
-      s.forward();
+TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_trace_covers_every_submodule) {
+  require_traceable_model<Tester>();
+  ScratchDir dir;
+  std::filesystem::path trace;
+  {
+    auto guard = model_addition_debugger(s.model, {.debug_path = dir.path(), .do_prune_layers = false});
+    for (const auto& path : guard.untraced_modules()) {
+      DOCTEST_CHECK_MESSAGE(false, path << " is not TRACEABLE: its calls are missing from traces");
     }
-    std::set<std::string> traced;
-    collect_module_paths(boost::json::parse(read_text(trace)), traced);
-    const std::string root(s.model->traced_name());
-    for (const auto& item : s.model->named_modules("", /*include_self=*/false)) {
-      if (tracetorch::detail::is_container(*item.value())) continue;  // a ModuleList is never called, in Python either
-      const std::string path = root + "." + item.key();
-      DOCTEST_CHECK_MESSAGE(traced.count(path) == 1, path << " is registered but was not called in the traced forward");
-    }
+    trace = guard.full_tensors_path();
+    s.forward();
   }
-};
+  std::set<std::string> traced;
+  collect_module_paths(boost::json::parse(read_text(trace)), traced);
+  const std::string root(s.model->traced_name());
+  for (const auto& item : s.model->named_modules("", /*include_self=*/false)) {
+    if (tracetorch::detail::is_container(*item.value())) continue;  // a ModuleList is never called, in Python either
+    const std::string path = root + "." + item.key();
+    DOCTEST_CHECK_MESSAGE(traced.count(path) == 1, path << " is registered but was not called in the traced forward");
+  }
+}
 
 /// The debugger runs the forward under no-grad without changing its result, and leaves grad
 /// mode, training mode, parameters and attachments as they were.
-struct test_debugger_restores_state {
-  static constexpr std::string_view name = "test_debugger_restores_state";
-  template <class Tester>
-  static void run() {
-    static_assert(tracetorch::is_traceable_v<model_t<Tester>>,
-                  "tracetorch::testing: test_debugger_restores_state needs a model declared with TRACEABLE(Name)");
-    Setup<Tester> s;
-    DOCTEST_REQUIRE(torch::GradMode::is_enabled());
-    const auto reference = s.forward();
-    DOCTEST_REQUIRE_MESSAGE(reference.last_hidden_state.requires_grad(), "the model has no parameter that requires grad");
-    std::vector<std::pair<torch::Tensor, torch::Tensor>> parameters;  // (parameter, copy)
-    for (const auto& p : s.model->parameters()) parameters.emplace_back(p, p.detach().clone());
-    const bool training = s.model->is_training();
-    ScratchDir dir;
-    {
-      auto guard = model_addition_debugger(s.model, {.debug_path = dir.path(), .do_prune_layers = false});
-      const auto traced = s.forward();
-      DOCTEST_CHECK_MESSAGE(!traced.last_hidden_state.requires_grad(), "the traced forward did not run under no-grad");
-      DOCTEST_CHECK_MESSAGE(torch::GradMode::is_enabled(), "grad mode still off after the traced forward");
-      check_close("last_hidden_state under the debugger", traced.last_hidden_state, reference.last_hidden_state, 0, 0);
-      DOCTEST_CHECK(std::filesystem::exists(guard.full_tensors_path()));
-      DOCTEST_CHECK(std::filesystem::exists(guard.summary_path()));
-    }
-    DOCTEST_CHECK(torch::GradMode::is_enabled());
-    DOCTEST_CHECK(s.model->is_training() == training);
-    for (const auto& [parameter, copy] : parameters) {
-      DOCTEST_CHECK(parameter.requires_grad());
-      DOCTEST_CHECK(torch::equal(parameter.detach(), copy));
-    }
-    for (const auto& module : s.model->modules(/*include_self=*/true)) {
-      if (const auto* traced = dynamic_cast<const tracetorch::detail::TracedModuleBase*>(module.get())) {
-        DOCTEST_CHECK_MESSAGE(traced->attachments_.load() == nullptr, "a module still has the debugger attached");
-      }
-    }
-    std::size_t files = 0;
-    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files;
-    const auto after = s.forward();
-    DOCTEST_CHECK(after.last_hidden_state.requires_grad());
-    std::size_t files_after = 0;
-    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files_after;
-    DOCTEST_CHECK_MESSAGE(files_after == files, "a forward after the scope ended still wrote a trace");
+TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_debugger_restores_state) {
+  require_traceable_model<Tester>();
+  DOCTEST_REQUIRE(torch::GradMode::is_enabled());
+  const auto reference = s.forward();
+  DOCTEST_REQUIRE_MESSAGE(reference.last_hidden_state.requires_grad(), "the model has no parameter that requires grad");
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> parameters;  // (parameter, copy)
+  for (const auto& p : s.model->parameters()) parameters.emplace_back(p, p.detach().clone());
+  const bool training = s.model->is_training();
+  ScratchDir dir;
+  {
+    auto guard = model_addition_debugger(s.model, {.debug_path = dir.path(), .do_prune_layers = false});
+    const auto traced = s.forward();
+    DOCTEST_CHECK_MESSAGE(!traced.last_hidden_state.requires_grad(), "the traced forward did not run under no-grad");
+    DOCTEST_CHECK_MESSAGE(torch::GradMode::is_enabled(), "grad mode still off after the traced forward");
+    check_close("last_hidden_state under the debugger", traced.last_hidden_state, reference.last_hidden_state, 0, 0);
+    DOCTEST_CHECK(std::filesystem::exists(guard.full_tensors_path()));
+    DOCTEST_CHECK(std::filesystem::exists(guard.summary_path()));
   }
-};
+  DOCTEST_CHECK(torch::GradMode::is_enabled());
+  DOCTEST_CHECK(s.model->is_training() == training);
+  for (const auto& [parameter, copy] : parameters) {
+    DOCTEST_CHECK(parameter.requires_grad());
+    DOCTEST_CHECK(torch::equal(parameter.detach(), copy));
+  }
+  for (const auto& module : s.model->modules(/*include_self=*/true)) {
+    if (const auto* traced = dynamic_cast<const tracetorch::detail::TracedModuleBase*>(module.get())) {
+      DOCTEST_CHECK_MESSAGE(traced->attachments_.load() == nullptr, "a module still has the debugger attached");
+    }
+  }
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files;
+  const auto after = s.forward();
+  DOCTEST_CHECK(after.last_hidden_state.requires_grad());
+  std::size_t files_after = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++files_after;
+  DOCTEST_CHECK_MESSAGE(files_after == files, "a forward after the scope ended still wrote a trace");
+}
 
 }  // namespace tracetorch::testing::detail

@@ -23,11 +23,13 @@ struct FormulaActivation : torch::nn::Cloneable<Derived> {
 };
 
 /// LibTorch's kernel, or upstream's formula written out when the Python flag (`use_gelu_python`,
-/// `use_gelu_tanh_python`) asks for it.
-template <class Derived, tracetorch::detail::FixedString Name, torch::Tensor (*Kernel)(const torch::Tensor&),
-          torch::Tensor (*WrittenOut)(const torch::Tensor&)>
-struct KernelOrFormulaActivation : torch::nn::Cloneable<Derived> {
-  explicit KernelOrFormulaActivation(bool written_out) : written_out(written_out) {}
+/// `use_gelu_tanh_python`: the member of `Options` that `UseWrittenOut` names) asks for it.
+/// `Options` is a type parameter so that lookup by argument finds TRACEABLE's marker in its namespace.
+template <tracetorch::detail::FixedString Name, class Options, bool Options::*UseWrittenOut,
+          torch::Tensor (*Kernel)(const torch::Tensor&), torch::Tensor (*WrittenOut)(const torch::Tensor&)>
+struct KernelOrFormulaActivation
+    : torch::nn::Cloneable<KernelOrFormulaActivation<Name, Options, UseWrittenOut, Kernel, WrittenOut>> {
+  explicit KernelOrFormulaActivation(Options options = {}) : written_out(options.*UseWrittenOut) {}
   void reset() override {}
   torch::Tensor forward(const torch::Tensor& input) { return written_out ? WrittenOut(input) : Kernel(input); }
   void pretty_print(std::ostream& stream) const override { stream << Name.view() << "()"; }

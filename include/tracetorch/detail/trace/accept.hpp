@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <filesystem>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -28,16 +27,13 @@ namespace tracetorch {
 /// character) over the module path (after --map) and the value's place in the call; KIND is one
 /// of DiffKind's names; REASON, the rest of the line, is required. A matching difference is
 /// reported as accepted with its reason and does not count as a divergence.
-struct AcceptRule {
-  std::string file;       ///< where the rule was written, for messages
-  std::size_t line = 0;
+struct AcceptRule : RuleLocation {
   std::string module_pattern;
   std::string value_pattern;  ///< empty: any value of the module's calls
   DiffKind kind = DiffKind::values;
   std::string reason;
   std::size_t matched = 0;  ///< in a DiffReport's copy: how many differences it accepted (0: a stale rule)
 
-  std::string origin() const { return file + ":" + std::to_string(line); }
   std::string pattern() const { return value_pattern.empty() ? module_pattern : module_pattern + ":" + value_pattern; }
 };
 
@@ -77,11 +73,9 @@ inline void apply_accept_rules(std::vector<AcceptRule>& rules, std::vector<Tenso
 namespace accept_rules {
 
 /// One rule from a line that is neither empty nor a comment; throws Error "FILE:LINE: ...".
-inline AcceptRule parse_line(std::string_view line, const std::string& file_name, std::size_t line_number) {
-  const auto fail = [&](const std::string& what) { return rules_file::line_error(file_name, line_number, what); };
+inline AcceptRule parse_line(std::string_view line, const RuleLocation& where) {
+  const auto fail = [&](const std::string& what) { return where.error(what); };
   AcceptRule rule;
-  rule.file = file_name;
-  rule.line = line_number;
   std::string_view rest = line;
   const auto pattern = rules_file::next_field(rest);
   const auto kind = rules_file::next_field(rest);
@@ -116,16 +110,7 @@ inline AcceptRule parse_line(std::string_view line, const std::string& file_name
 
 /// Parses a rules file's text (see AcceptRule); throws Error "FILE:LINE: what is wrong".
 inline std::vector<AcceptRule> parse_accept_rules(std::string_view text, const std::string& file_name) {
-  std::vector<AcceptRule> rules;
-  detail::rules_file::for_each_rule_line(text, [&](std::string_view line, std::size_t line_number) {
-    rules.push_back(detail::accept_rules::parse_line(line, file_name, line_number));
-  });
-  return rules;
-}
-
-/// Reads and parses a rules file; throws Error naming the file (and the line).
-inline std::vector<AcceptRule> load_accept_rules(const std::filesystem::path& path) {
-  return parse_accept_rules(detail::rules_file::read(path), path.string());
+  return detail::rules_file::parse_rules<AcceptRule>(text, file_name, detail::accept_rules::parse_line);
 }
 
 }  // namespace tracetorch

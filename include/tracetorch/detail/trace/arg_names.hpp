@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,15 +27,12 @@ namespace tracetorch {
 /// path after --map, as in accept rules. For the calls it matches (the first matching rule in
 /// order applies), `inputs.args.N` is the same value as `inputs.kwargs.NAMES[N]` on either side:
 /// where the rule names a value, the rule decides its partner, even against the recorded order.
-struct ArgNamesRule {
-  std::string file;  ///< where the rule was written, for messages
-  std::size_t line = 0;
+struct ArgNamesRule : RuleLocation {
   std::string module_pattern;
   std::vector<std::string> names;  ///< names[N]: the keyword of positional argument N
   std::size_t calls = 0;    ///< in a DiffReport's copy: the aligned calls it applied to
   std::size_t matched = 0;  ///< in a DiffReport's copy: values whose partner it decided (0: a stale rule)
 
-  std::string origin() const { return file + ":" + std::to_string(line); }
   /// "hidden_states,attention_mask", as written.
   std::string names_text() const {
     std::string out;
@@ -75,8 +71,8 @@ std::vector<std::string> parse_names(std::string_view text, const Fail& fail) {
 }
 
 /// One rule from a line that is neither blank nor a comment; throws Error "FILE:LINE: ...".
-inline ArgNamesRule parse_line(std::string_view line, const std::string& file_name, std::size_t line_number) {
-  const auto fail = [&](const std::string& what) { return rules_file::line_error(file_name, line_number, what); };
+inline ArgNamesRule parse_line(std::string_view line, const RuleLocation& where) {
+  const auto fail = [&](const std::string& what) { return where.error(what); };
   std::string_view rest = line;
   const auto pattern = rules_file::next_field(rest);
   const auto names = rules_file::next_field(rest);
@@ -86,8 +82,6 @@ inline ArgNamesRule parse_line(std::string_view line, const std::string& file_na
   // A rule names a module's positional arguments: a value pattern (accept rules' MODULE:VALUE) has no meaning here.
   if (pattern.find(':') != std::string_view::npos) throw fail("pattern \"" + std::string(pattern) + "\" is a MODULE, not MODULE:VALUE");
   ArgNamesRule rule;
-  rule.file = file_name;
-  rule.line = line_number;
   rule.module_pattern = std::string(pattern);
   rule.names = parse_names(names, fail);
   return rule;
@@ -136,16 +130,7 @@ inline bool names_key(const ArgNamesRule& rule, const std::string& key) {
 
 /// Parses an argument-name rules file's text (see ArgNamesRule); throws Error "FILE:LINE: what is wrong".
 inline std::vector<ArgNamesRule> parse_arg_names_rules(std::string_view text, const std::string& file_name) {
-  std::vector<ArgNamesRule> rules;
-  detail::rules_file::for_each_rule_line(text, [&](std::string_view line, std::size_t line_number) {
-    rules.push_back(detail::arg_names::parse_line(line, file_name, line_number));
-  });
-  return rules;
-}
-
-/// Reads and parses an argument-name rules file; throws Error naming the file (and the line).
-inline std::vector<ArgNamesRule> load_arg_names_rules(const std::filesystem::path& path) {
-  return parse_arg_names_rules(detail::rules_file::read(path), path.string());
+  return detail::rules_file::parse_rules<ArgNamesRule>(text, file_name, detail::arg_names::parse_line);
 }
 
 }  // namespace tracetorch

@@ -39,19 +39,14 @@ inline void verdict(const DiffReport& report, boost::json::object& out) {
   out["within_tolerance"] = n.not_accepted == 0;
   boost::json::object kinds;
   for (const auto kind : kDiffKinds) kinds[to_string(kind)] = n.of(kind);
-  out["differences"] = {{"by_kind", std::move(kinds)},
-                        {"values_only_in_reference", n.values_only_in_reference},
-                        {"values_only_in_candidate", n.values_only_in_candidate},
-                        {"calls_only_in_reference", n.calls_only_in_reference},
-                        {"calls_only_in_candidate", n.calls_only_in_candidate},
-                        {"accepted", n.accepted},
-                        {"not_accepted", n.not_accepted},
-                        {"naming", n.naming},
-                        {"naming_by_rule", n.naming_by_rule},
-                        {"rule_over_order", n.rule_over_order},
-                        {"across_dtypes", n.across_dtypes},
-                        {"tensors", n.tensors},
-                        {"other_values", n.other_values}};
+  // Related counts share a line: one side and the other, accepted or not, how values were named.
+  out["differences"] = {
+      {"by_kind", std::move(kinds)},
+      {"values_only_in_reference", n.values_only_in_reference}, {"values_only_in_candidate", n.values_only_in_candidate},
+      {"calls_only_in_reference", n.calls_only_in_reference}, {"calls_only_in_candidate", n.calls_only_in_candidate},
+      {"accepted", n.accepted}, {"not_accepted", n.not_accepted},
+      {"naming", n.naming}, {"naming_by_rule", n.naming_by_rule}, {"rule_over_order", n.rule_over_order},
+      {"across_dtypes", n.across_dtypes}, {"tensors", n.tensors}, {"other_values", n.other_values}};
   if (report.first_divergence) {
     const auto& t = report.tensors[*report.first_divergence];
     out["first_divergence"] = {{"module_path", t.module_path}, {"call", t.call}, {"location", t.location},
@@ -138,10 +133,8 @@ inline boost::json::object value(const DiffReport& report, const TensorDiff& t) 
                           {"printed", t.printed},
                           {"call_missing", t.call_missing},
                           {"root_output_from_file", t.from_file},
-                          {"reference_shape", t.reference_shape},
-                          {"candidate_shape", t.candidate_shape},
-                          {"reference_dtype", t.reference_dtype},
-                          {"candidate_dtype", t.candidate_dtype},
+                          {"reference_shape", t.reference_shape}, {"candidate_shape", t.candidate_shape},
+                          {"reference_dtype", t.reference_dtype}, {"candidate_dtype", t.candidate_dtype},
                           {"compared", t.compared},
                           {"out_of_tolerance", t.out_of_tolerance}};
   if (t.compared > 0) {

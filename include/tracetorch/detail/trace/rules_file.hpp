@@ -9,9 +9,26 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/io/read_file.hpp"
+
+namespace tracetorch {
+
+/// Where a rule was written (the first part of AcceptRule and ArgNamesRule), for messages.
+struct RuleLocation {
+  std::string file;
+  std::size_t line = 0;
+
+  /// "FILE:LINE".
+  std::string origin() const { return file + ":" + std::to_string(line); }
+  /// The error for a bad rule: "tracetorch: FILE:LINE: what".
+  Error error(const std::string& what) const { return Error("tracetorch: " + origin() + ": " + what); }
+};
+
+}  // namespace tracetorch
 
 namespace tracetorch::detail {
 
@@ -51,23 +68,23 @@ inline std::string_view next_field(std::string_view& rest) {
   return field;
 }
 
-/// The error for a bad rule: "tracetorch: FILE:LINE: what".
-inline Error line_error(const std::string& file_name, std::size_t line_number, const std::string& what) {
-  return Error("tracetorch: " + file_name + ":" + std::to_string(line_number) + ": " + what);
-}
-
-/// Calls `rule(line, line_number)` for each line that is neither blank nor a comment, trimmed.
-template <class OnRule>
-void for_each_rule_line(std::string_view text, OnRule&& rule) {
-  std::size_t line_number = 0;
+/// One rule for each line of `text` that is neither blank nor a comment: `parse_line(line,
+/// where)` with the line trimmed (it throws `where.error(...)` for a bad one), then `where`.
+template <class Rule, class ParseLine>
+std::vector<Rule> parse_rules(std::string_view text, const std::string& file_name, ParseLine parse_line) {
+  std::vector<Rule> rules;
+  RuleLocation where{file_name, 0};
   while (!text.empty()) {
     const auto newline = text.find('\n');
     const std::string_view line = trim(text.substr(0, newline));
     text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
-    ++line_number;
+    ++where.line;
     if (line.empty() || line.front() == '#') continue;
-    rule(line, line_number);
+    Rule rule = parse_line(line, where);
+    static_cast<RuleLocation&>(rule) = where;
+    rules.push_back(std::move(rule));
   }
+  return rules;
 }
 
 /// A rules file is a few hundred lines; larger is not a rules file.
