@@ -60,8 +60,8 @@ DOCTEST_TEST_CASE("gemma: the sharded bfloat16 checkpoint loads every tensor, ea
   std::set<std::string> converted;
   for (const auto& conversion : report.converted) {
     DOCTEST_INFO(conversion.name);
-    DOCTEST_CHECK(conversion.from == torch::kBFloat16);
-    DOCTEST_CHECK(conversion.to == torch::kFloat32);
+    DOCTEST_CHECK((conversion.from == torch::kBFloat16));
+    DOCTEST_CHECK((conversion.to == torch::kFloat32));
     converted.insert(conversion.name);
   }
   DOCTEST_CHECK(converted == names);
@@ -70,7 +70,7 @@ DOCTEST_TEST_CASE("gemma: the sharded bfloat16 checkpoint loads every tensor, ea
   // Values are the bf16 values widened: norm.weight lies in the second shard.
   const auto shard = tracetorch::safetensors::load(gemma_dir() / "model-00002-of-00002.safetensors");
   DOCTEST_CHECK(torch::equal(model->norm->weight, shard.at("norm.weight").to(torch::kFloat32)));
-  DOCTEST_CHECK(model->norm->weight.scalar_type() == torch::kFloat32);
+  DOCTEST_CHECK((model->norm->weight.scalar_type() == torch::kFloat32));
 }
 
 DOCTEST_TEST_CASE("gemma: upstream's state-dict names - the rotary inv_freq is a non-persistent buffer") {
@@ -184,7 +184,7 @@ DOCTEST_TEST_CASE("gemma: config.json errors name the file and the key") {
   const auto fixture = gemma::GemmaConfig::from_json_file(gemma_dir() / "config.json");
   DOCTEST_CHECK(fixture.head_dim == 12);
   DOCTEST_CHECK(fixture.hidden_act == "gelu_pytorch_tanh");
-  DOCTEST_CHECK(fixture.pad_token_id == std::optional<std::int64_t>(0));
+  DOCTEST_CHECK((fixture.pad_token_id == std::optional<std::int64_t>(0)));
 }
 
 }  // DOCTEST_TEST_SUITE
