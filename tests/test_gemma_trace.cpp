@@ -40,8 +40,23 @@ DOCTEST_TEST_CASE("gemma: the port's trace equals the upstream-convention refere
   }
   const auto compared = tracetorch_test::expect_trace_matches_reference(dir.path(), gemma_dir(), "GemmaModel");
   DOCTEST_CHECK(compared == tracetorch_test::count_files(gemma_dir() / "trace_st") - 2);  // all but the two JSON files
-  DOCTEST_CHECK(compared > 0);
+  // 23 leaf calls' inputs and outputs (48 files), the layers', attentions' and MLPs' inputs (26), the root's two
+  DOCTEST_CHECK(compared == 76);
   DOCTEST_CHECK(tracetorch_test::file_names(dir / "st") == tracetorch_test::file_names(gemma_dir() / "trace_st"));
+  // Beyond the helper's 1e-5: the same operations in the same order give the same bits, and
+  // every file (each tensor's, the four JSON files) is the reference's byte for byte.
+  std::size_t identical = 0;
+  for (const auto& name : tracetorch_test::file_names(gemma_dir() / "trace_st")) {
+    DOCTEST_INFO(name);
+    const bool same = tracetorch_test::read_file(dir / "st" / name) == tracetorch_test::read_file(gemma_dir() / "trace_st" / name);
+    DOCTEST_CHECK(same);
+    identical += same && name.ends_with(".safetensors") ? 1 : 0;
+  }
+  DOCTEST_CHECK(identical == compared);
+  for (const std::string file : {"SUMMARY", "FULL_TENSORS"}) {
+    const std::string name = "GemmaModel_debug_tree_" + file + ".json";
+    DOCTEST_CHECK(tracetorch_test::read_file(dir / "repr" / name) == tracetorch_test::read_file(gemma_dir() / "trace_repr" / name));
+  }
 }
 
 DOCTEST_TEST_CASE("gemma: the sharded bfloat16 checkpoint loads every tensor, each converted BFloat16 -> Float") {
@@ -95,7 +110,7 @@ DOCTEST_TEST_CASE("gemma: upstream's state-dict names - the rotary inv_freq is a
   DOCTEST_CHECK(model->rotary_emb->inv_freq.sizes() == torch::IntArrayRef({6}));
 }
 
-DOCTEST_TEST_CASE("gemma capture: output_hidden_states and output_attentions equal the reference's") {
+DOCTEST_TEST_CASE("gemma capture: output_hidden_states and output_attentions equal the reference's bit for bit") {
   auto model = fixture_model();
   const auto ids = fixture_ids();
   const auto layers = model->config.num_hidden_layers;
@@ -109,12 +124,12 @@ DOCTEST_TEST_CASE("gemma capture: output_hidden_states and output_attentions equ
   for (std::size_t i = 0; i < out.hidden_states->size(); ++i) {
     DOCTEST_INFO("hidden_states." << i);
     DOCTEST_CHECK(out.hidden_states->at(i).sizes() == torch::IntArrayRef({2, 5, 16}));
-    DOCTEST_CHECK(torch::allclose(out.hidden_states->at(i), reference.at("hidden_states." + std::to_string(i)), 0, 1e-5));
+    DOCTEST_CHECK(torch::equal(out.hidden_states->at(i), reference.at("hidden_states." + std::to_string(i))));
   }
   for (std::size_t i = 0; i < out.attentions->size(); ++i) {
     DOCTEST_INFO("attentions." << i);
     DOCTEST_CHECK(out.attentions->at(i).sizes() == torch::IntArrayRef({2, 2, 5, 5}));  // [batch, heads, seq, seq]
-    DOCTEST_CHECK(torch::allclose(out.attentions->at(i), reference.at("attentions." + std::to_string(i)), 0, 1e-5));
+    DOCTEST_CHECK(torch::equal(out.attentions->at(i), reference.at("attentions." + std::to_string(i))));
   }
   DOCTEST_CHECK(torch::equal(out.hidden_states->back(), out.last_hidden_state));
   // Asked for nothing (the config's flags are false), nothing comes back.
