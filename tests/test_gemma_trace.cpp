@@ -11,14 +11,10 @@
 
 namespace {
 
-using gemma_test::fixture_ids;
-using gemma_test::fixture_model;
-using gemma_test::gemma_dir;
-
 /// The index's weight_map names, sorted.
 std::set<std::string> gemma_index_names() {
   std::set<std::string> names;
-  const auto index = tracetorch_test::read_json(gemma_dir() / "model.safetensors.index.json");
+  const auto index = tracetorch_test::read_json(gemma_test::gemma_dir() / "model.safetensors.index.json");
   for (const auto& entry : index.at("weight_map").as_object()) names.emplace(entry.key());
   return names;
 }
@@ -28,8 +24,8 @@ std::set<std::string> gemma_index_names() {
 DOCTEST_TEST_SUITE("gemma") {
 
 DOCTEST_TEST_CASE("gemma: the port's trace equals the upstream-convention reference (tests/data/gemma), both kinds") {
-  auto model = fixture_model();
-  const auto ids = fixture_ids();
+  auto model = gemma_test::fixture_model();
+  const auto ids = gemma_test::fixture_ids();
   tracetorch_test::TempDir dir;
   for (const std::string kind : {"repr", "st"}) {
     auto guard = tracetorch::model_addition_debugger(
@@ -38,37 +34,37 @@ DOCTEST_TEST_CASE("gemma: the port's trace equals the upstream-convention refere
     model({.input_ids = ids, .use_cache = false});
     DOCTEST_CHECK(guard.modules_not_called().empty());
   }
-  const auto compared = tracetorch_test::expect_trace_matches_reference(dir.path(), gemma_dir(), "GemmaModel");
-  DOCTEST_CHECK(compared == tracetorch_test::count_files(gemma_dir() / "trace_st") - 2);  // all but the two JSON files
+  const auto compared = tracetorch_test::expect_trace_matches_reference(dir.path(), gemma_test::gemma_dir(), "GemmaModel");
+  DOCTEST_CHECK(compared == tracetorch_test::count_files(gemma_test::gemma_dir() / "trace_st") - 2);  // all but the two JSON files
   // 23 leaf calls' inputs and outputs (48 files), the layers', attentions' and MLPs' inputs (26), the root's two
   DOCTEST_CHECK(compared == 76);
-  DOCTEST_CHECK(tracetorch_test::file_names(dir / "st") == tracetorch_test::file_names(gemma_dir() / "trace_st"));
+  DOCTEST_CHECK(tracetorch_test::file_names(dir / "st") == tracetorch_test::file_names(gemma_test::gemma_dir() / "trace_st"));
   // Beyond the helper's 1e-5: the same operations in the same order give the same bits, and
   // every file (each tensor's, the four JSON files) is the reference's byte for byte.
   std::size_t identical = 0;
-  for (const auto& name : tracetorch_test::file_names(gemma_dir() / "trace_st")) {
+  for (const auto& name : tracetorch_test::file_names(gemma_test::gemma_dir() / "trace_st")) {
     DOCTEST_INFO(name);
-    const bool same = tracetorch_test::read_file(dir / "st" / name) == tracetorch_test::read_file(gemma_dir() / "trace_st" / name);
+    const bool same = tracetorch_test::read_file(dir / "st" / name) == tracetorch_test::read_file(gemma_test::gemma_dir() / "trace_st" / name);
     DOCTEST_CHECK(same);
     identical += same && name.ends_with(".safetensors") ? 1 : 0;
   }
   DOCTEST_CHECK(identical == compared);
   for (const std::string file : {"SUMMARY", "FULL_TENSORS"}) {
     const std::string name = "GemmaModel_debug_tree_" + file + ".json";
-    DOCTEST_CHECK(tracetorch_test::read_file(dir / "repr" / name) == tracetorch_test::read_file(gemma_dir() / "trace_repr" / name));
+    DOCTEST_CHECK(tracetorch_test::read_file(dir / "repr" / name) == tracetorch_test::read_file(gemma_test::gemma_dir() / "trace_repr" / name));
   }
 }
 
 DOCTEST_TEST_CASE("gemma: the sharded bfloat16 checkpoint loads every tensor, each converted BFloat16 -> Float") {
-  gemma::GemmaModel model(gemma::GemmaConfig::from_json_file(gemma_dir() / "config.json"));
+  gemma::GemmaModel model(gemma::GemmaConfig::from_json_file(gemma_test::gemma_dir() / "config.json"));
   const auto before = model->norm->weight.clone();
   // DtypePolicy::keep refuses the first bf16 tensor and leaves the model as it was.
   DOCTEST_CHECK_THROWS_WITH_AS(
-      gemma::load_state_dict(*model, gemma_dir() / "model.safetensors.index.json", tracetorch::checkpoint::DtypePolicy::keep),
+      gemma::load_state_dict(*model, gemma_test::gemma_dir() / "model.safetensors.index.json", tracetorch::checkpoint::DtypePolicy::keep),
       doctest::Contains("BFloat16"), tracetorch::Error);
   DOCTEST_CHECK(torch::equal(model->norm->weight, before));
 
-  const auto report = gemma::load_state_dict(*model, gemma_dir());  // the folder: its index, two shards
+  const auto report = gemma::load_state_dict(*model, gemma_test::gemma_dir());  // the folder: its index, two shards
   const auto names = gemma_index_names();
   DOCTEST_CHECK(report.loaded == names.size());
   DOCTEST_CHECK(report.converted.size() == names.size());
@@ -83,13 +79,13 @@ DOCTEST_TEST_CASE("gemma: the sharded bfloat16 checkpoint loads every tensor, ea
   DOCTEST_CHECK(report.missing_keys.empty());
   DOCTEST_CHECK(report.unexpected_keys.empty());
   // Values are the bf16 values widened: norm.weight lies in the second shard.
-  const auto shard = tracetorch::safetensors::load(gemma_dir() / "model-00002-of-00002.safetensors");
+  const auto shard = tracetorch::safetensors::load(gemma_test::gemma_dir() / "model-00002-of-00002.safetensors");
   DOCTEST_CHECK(torch::equal(model->norm->weight, shard.at("norm.weight").to(torch::kFloat32)));
   DOCTEST_CHECK((model->norm->weight.scalar_type() == torch::kFloat32));
 }
 
 DOCTEST_TEST_CASE("gemma: upstream's state-dict names - the rotary inv_freq is a non-persistent buffer") {
-  auto model = fixture_model();
+  auto model = gemma_test::fixture_model();
   std::vector<std::string> names;
   for (const auto& [name, tensor] : tracetorch::nn::state_dict(*model)) names.push_back(name);
   DOCTEST_REQUIRE(names.size() == 20);  // as Python's GemmaModel(config).state_dict() for 2 layers
@@ -111,8 +107,8 @@ DOCTEST_TEST_CASE("gemma: upstream's state-dict names - the rotary inv_freq is a
 }
 
 DOCTEST_TEST_CASE("gemma capture: output_hidden_states and output_attentions equal the reference's bit for bit") {
-  auto model = fixture_model();
-  const auto ids = fixture_ids();
+  auto model = gemma_test::fixture_model();
+  const auto ids = gemma_test::fixture_ids();
   const auto layers = model->config.num_hidden_layers;
   const auto out = model({.input_ids = ids, .use_cache = false, .output_attentions = true, .output_hidden_states = true});
   DOCTEST_REQUIRE(out.hidden_states.has_value());
@@ -120,7 +116,7 @@ DOCTEST_TEST_CASE("gemma capture: output_hidden_states and output_attentions equ
   DOCTEST_CHECK(out.hidden_states->size() == static_cast<std::size_t>(layers + 1));
   DOCTEST_CHECK(out.attentions->size() == static_cast<std::size_t>(layers));
   DOCTEST_CHECK_FALSE(out.past_key_values);
-  const auto reference = tracetorch::safetensors::load(gemma_dir() / "capture.safetensors");
+  const auto reference = tracetorch::safetensors::load(gemma_test::gemma_dir() / "capture.safetensors");
   for (std::size_t i = 0; i < out.hidden_states->size(); ++i) {
     DOCTEST_INFO("hidden_states." << i);
     DOCTEST_CHECK(out.hidden_states->at(i).sizes() == torch::IntArrayRef({2, 5, 16}));
@@ -140,9 +136,9 @@ DOCTEST_TEST_CASE("gemma capture: output_hidden_states and output_attentions equ
 }
 
 DOCTEST_TEST_CASE("gemma: a cache continues the sequence, and a padding mask masks only its token") {
-  auto model = fixture_model();
+  auto model = gemma_test::fixture_model();
   torch::NoGradGuard no_grad;
-  const auto ids = fixture_ids();
+  const auto ids = gemma_test::fixture_ids();
   using torch::indexing::Slice;
   const auto whole = model({.input_ids = ids, .use_cache = false}).last_hidden_state;
   const auto first = model({.input_ids = ids.index({Slice(), Slice(0, 3)})});  // the config's use_cache: true
@@ -196,7 +192,7 @@ DOCTEST_TEST_CASE("gemma: config.json errors name the file and the key") {
   DOCTEST_CHECK(defaults.head_dim == 256);
   DOCTEST_CHECK(defaults.num_key_value_heads == 16);
   DOCTEST_CHECK(defaults.hidden_size == 16);
-  const auto fixture = gemma::GemmaConfig::from_json_file(gemma_dir() / "config.json");
+  const auto fixture = gemma::GemmaConfig::from_json_file(gemma_test::gemma_dir() / "config.json");
   DOCTEST_CHECK(fixture.head_dim == 12);
   DOCTEST_CHECK(fixture.hidden_act == "gelu_pytorch_tanh");
   DOCTEST_CHECK((fixture.pad_token_id == std::optional<std::int64_t>(0)));
