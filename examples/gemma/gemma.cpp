@@ -1,0 +1,357 @@
+// The Gemma port: each forward as upstream's eager GemmaModel computes it, operation for operation
+// (the printed trace shows four significant digits, so the order of operations shows too).
+#include "gemma.hpp"
+
+#include <boost/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+namespace gemma {
+namespace {
+
+using torch::indexing::None;
+using torch::indexing::Slice;
+
+constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;  // a config.json is a few KiB
+
+std::string read_config_text(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw tracetorch::Error("gemma: cannot read config " + path.string() + ": no such file");
+  if (!std::filesystem::is_regular_file(status)) {
+    throw tracetorch::Error("gemma: config " + path.string() + " is not a regular file");
+  }
+  if (std::filesystem::file_size(path) > kMaxConfigBytes) throw tracetorch::Error("gemma: config " + path.string() + " is over 16 MiB");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw tracetorch::Error("gemma: cannot read config " + path.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// The typed readers of one config object: each key optional, a wrong type an error naming it.
+class ConfigReader {
+ public:
+  ConfigReader(const boost::json::object& object, const std::filesystem::path& path) : object_(object), path_(path) {}
+
+  void integer(const char* key, std::int64_t& field) const {
+    if (const auto* value = object_.if_contains(key)) {
+      if (!value->is_int64()) fail(key, "an integer within int64");
+      field = value->get_int64();
+    }
+  }
+  void optional_integer(const char* key, std::optional<std::int64_t>& field) const {
+    if (const auto* value = object_.if_contains(key); value != nullptr && value->is_null()) {
+      field.reset();
+    } else if (value != nullptr) {
+      std::int64_t read = 0;
+      integer(key, read);
+      field = read;
+    }
+  }
+  void number(const char* key, double& field) const {
+    if (const auto* value = object_.if_contains(key)) {
+      if (!value->is_number()) fail(key, "a number");
+      field = value->to_number<double>();
+    }
+  }
+  void boolean(const char* key, bool& field) const {
+    if (const auto* value = object_.if_contains(key)) {
+      if (!value->is_bool()) fail(key, "true or false");
+      field = value->get_bool();
+    }
+  }
+  void optional_string(const char* key, std::optional<std::string>& field) const {
+    if (const auto* value = object_.if_contains(key); value != nullptr && !value->is_null()) {
+      if (!value->is_string()) fail(key, "a string or null");
+      field = std::string(value->as_string());
+    }
+  }
+  bool holds_non_null(const char* key) const {
+    const auto* value = object_.if_contains(key);
+    return value != nullptr && !value->is_null();
+  }
+  [[noreturn]] void fail(const char* key, const std::string& what) const {
+    throw tracetorch::Error("gemma: " + path_.string() + ": \"" + key + "\" must be " + what);
+  }
+
+ private:
+  const boost::json::object& object_;
+  const std::filesystem::path& path_;
+};
+
+/// torch.finfo(dtype).min for the floating dtypes a mask can have.
+double finfo_min(c10::ScalarType dtype) {
+  double minimum = 0;
+  AT_DISPATCH_FLOATING_TYPES_AND2(torch::kHalf, torch::kBFloat16, dtype, "finfo_min",
+                                  [&] { minimum = static_cast<double>(std::numeric_limits<scalar_t>::lowest()); });
+  return minimum;
+}
+
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const auto half = x.size(-1) / 2;
+  return torch::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
+}
+
+/// [batch, kv_heads, seq, head_dim] -> [batch, kv_heads * n_rep, seq, head_dim], each head repeated
+/// n_rep times in place (upstream's expand and reshape).
+torch::Tensor repeat_kv(const torch::Tensor& states, std::int64_t n_rep) {
+  if (n_rep == 1) return states;
+  const auto batch = states.size(0), kv_heads = states.size(1), length = states.size(2), head_dim = states.size(3);
+  return states.index({Slice(), Slice(), None, Slice(), Slice()})
+      .expand({batch, kv_heads, n_rep, length, head_dim})
+      .reshape({batch, kv_heads * n_rep, length, head_dim});
+}
+
+bool given(const tracetorch::Keyword<torch::Tensor>& keyword) { return keyword.has_value() && keyword->defined(); }
+
+}  // namespace
+
+GemmaConfig GemmaConfig::from_json_file(const std::filesystem::path& path) {
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(read_config_text(path), ec);
+  if (ec) throw tracetorch::Error("gemma: " + path.string() + " is not valid JSON: " + ec.message());
+  if (!parsed.is_object()) throw tracetorch::Error("gemma: " + path.string() + " must hold a JSON object");
+  const ConfigReader read(parsed.as_object(), path);
+  GemmaConfig config;
+  read.integer("vocab_size", config.vocab_size);
+  read.integer("hidden_size", config.hidden_size);
+  read.integer("intermediate_size", config.intermediate_size);
+  read.integer("num_hidden_layers", config.num_hidden_layers);
+  read.integer("num_attention_heads", config.num_attention_heads);
+  read.integer("num_key_value_heads", config.num_key_value_heads);
+  read.integer("head_dim", config.head_dim);
+  if (const auto* value = parsed.as_object().if_contains("hidden_act")) {
+    if (!value->is_string()) read.fail("hidden_act", "a string");
+    config.hidden_act = std::string(value->as_string());
+  }
+  read.optional_string("hidden_activation", config.hidden_activation);
+  read.integer("max_position_embeddings", config.max_position_embeddings);
+  read.number("rms_norm_eps", config.rms_norm_eps);
+  read.number("rope_theta", config.rope_theta);
+  if (read.holds_non_null("rope_scaling")) read.fail("rope_scaling", "null: only the default rope is ported");
+  read.boolean("attention_bias", config.attention_bias);
+  read.number("attention_dropout", config.attention_dropout);
+  read.optional_integer("pad_token_id", config.pad_token_id);
+  read.boolean("use_cache", config.use_cache);
+  read.boolean("output_attentions", config.output_attentions);
+  read.boolean("output_hidden_states", config.output_hidden_states);
+  config.validate(path.string());
+  return config;
+}
+
+void GemmaConfig::validate(const std::string& where) const {
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error("gemma: " + where + ": " + why); };
+  const std::pair<const char*, std::int64_t> sizes[] = {
+      {"vocab_size", vocab_size},         {"hidden_size", hidden_size},
+      {"intermediate_size", intermediate_size}, {"num_attention_heads", num_attention_heads},
+      {"num_key_value_heads", num_key_value_heads}, {"head_dim", head_dim},
+      {"max_position_embeddings", max_position_embeddings},
+  };
+  for (const auto& [key, value] : sizes) {
+    if (value <= 0) fail(std::string(key) + " is " + std::to_string(value) + ": sizes must be positive");
+  }
+  if (num_hidden_layers < 0) fail("num_hidden_layers is " + std::to_string(num_hidden_layers) + ": it must be >= 0");
+  if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
+  if (head_dim % 2 != 0) fail("head_dim must be even for rotary embeddings");
+  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) fail("rms_norm_eps must be a finite number > 0");
+  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) fail("rope_theta must be a finite number > 0");
+  if (!(attention_dropout >= 0 && attention_dropout <= 1)) fail("attention_dropout must be in [0, 1]");
+  if (pad_token_id && (*pad_token_id < 0 || *pad_token_id >= vocab_size)) fail("pad_token_id must be in [0, vocab_size)");
+  tracetorch::nn::get_activation(hidden_act);  // throws, listing the known names, for an unknown one
+}
+
+GemmaRMSNormImpl::GemmaRMSNormImpl(std::int64_t dim, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", torch::zeros({dim}));
+}
+
+torch::Tensor GemmaRMSNormImpl::forward(const torch::Tensor& x) {
+  // In float32 whatever x's dtype, scaled before the cast back: Gemma's (x * w).to(dtype).
+  const auto widened = x.to(torch::kFloat32);
+  const auto normed = widened * torch::rsqrt(widened.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return (normed * (1.0 + weight.to(torch::kFloat32))).type_as(x);
+}
+
+GemmaMLPImpl::GemmaMLPImpl(const GemmaConfig& c) {
+  using torch::nn::LinearOptions;
+  gate_proj = register_module("gate_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
+  up_proj = register_module("up_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
+  down_proj = register_module("down_proj", tracetorch::nn::Linear(LinearOptions(c.intermediate_size, c.hidden_size).bias(false)));
+  act_fn = tracetorch::nn::get_activation(c.hidden_act);
+  register_module("act_fn", act_fn.ptr());
+}
+
+torch::Tensor GemmaMLPImpl::forward(const torch::Tensor& x) {
+  // gate before up, as Python evaluates the expression: the trace lists the calls in that order.
+  const auto gate = act_fn.forward(gate_proj(x));
+  return down_proj(gate * up_proj(x));
+}
+
+GemmaRotaryEmbeddingImpl::GemmaRotaryEmbeddingImpl(const GemmaConfig& c) {
+  const auto exponent = torch::arange(0, c.head_dim, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(c.head_dim);
+  inv_freq = register_buffer("inv_freq", 1.0 / torch::pow(c.rope_theta, exponent), {.persistent = false});
+}
+
+PositionEmbeddings GemmaRotaryEmbeddingImpl::forward(const torch::Tensor& x, const torch::Tensor& position_ids) {
+  torch::NoGradGuard no_grad;  // upstream's @torch.no_grad()
+  const auto inv = inv_freq.index({None, Slice(), None}).to(torch::kFloat32).expand({position_ids.size(0), -1, 1});
+  const auto positions = position_ids.index({Slice(), None, Slice()}).to(torch::kFloat32);
+  const auto freqs = torch::matmul(inv, positions).transpose(1, 2);
+  const auto emb = torch::cat({freqs, freqs}, -1);
+  const auto cos = emb.cos() * attention_scaling;
+  const auto sin = emb.sin() * attention_scaling;
+  return {cos.to(x.scalar_type()), sin.to(x.scalar_type())};
+}
+
+GemmaAttentionImpl::GemmaAttentionImpl(const GemmaConfig& c, std::int64_t layer_idx_)
+    : head_dim(c.head_dim),
+      num_key_value_groups(c.num_attention_heads / c.num_key_value_heads),
+      layer_idx(layer_idx_),
+      scaling(std::pow(static_cast<double>(c.head_dim), -0.5)),
+      attention_dropout(c.attention_dropout) {
+  using torch::nn::LinearOptions;
+  const auto q_out = c.num_attention_heads * head_dim, kv_out = c.num_key_value_heads * head_dim;
+  q_proj = register_module("q_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, q_out).bias(c.attention_bias)));
+  k_proj = register_module("k_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, kv_out).bias(c.attention_bias)));
+  v_proj = register_module("v_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, kv_out).bias(c.attention_bias)));
+  o_proj = register_module("o_proj", tracetorch::nn::Linear(LinearOptions(q_out, c.hidden_size).bias(c.attention_bias)));
+}
+
+std::tuple<torch::Tensor, torch::Tensor> GemmaAttentionImpl::forward(const GemmaAttentionKeywords& kw) {
+  const auto& hidden_states = *kw.hidden_states;
+  const auto batch = hidden_states.size(0), length = hidden_states.size(1);
+  const std::vector<std::int64_t> hidden_shape{batch, length, -1, head_dim};
+  auto query = q_proj(hidden_states).view(hidden_shape).transpose(1, 2);
+  auto key = k_proj(hidden_states).view(hidden_shape).transpose(1, 2);
+  auto value = v_proj(hidden_states).view(hidden_shape).transpose(1, 2);
+  const auto cos = std::get<0>(*kw.position_embeddings).unsqueeze(1);
+  const auto sin = std::get<1>(*kw.position_embeddings).unsqueeze(1);
+  query = query * cos + rotate_half(query) * sin;
+  key = key * cos + rotate_half(key) * sin;
+  if (tracetorch::DynamicCache* cache = kw.past_key_value.value_or(nullptr)) {
+    std::tie(key, value) = cache->update(key, value, layer_idx);
+  }
+  key = repeat_kv(key, num_key_value_groups);
+  value = repeat_kv(value, num_key_value_groups);
+  auto weights = torch::matmul(query, key.transpose(2, 3)) * scaling;
+  if (given(kw.attention_mask)) weights = weights + kw.attention_mask->slice(3, 0, key.size(-2));
+  weights = torch::softmax(weights, -1, torch::kFloat32).to(query.scalar_type());
+  weights = torch::dropout(weights, is_training() ? attention_dropout : 0.0, is_training());
+  auto output = torch::matmul(weights, value).transpose(1, 2).contiguous();
+  output = o_proj(output.reshape({batch, length, -1}).contiguous());
+  return {output, weights};
+}
+
+GemmaDecoderLayerImpl::GemmaDecoderLayerImpl(const GemmaConfig& c, std::int64_t layer_idx) {
+  self_attn = register_module("self_attn", GemmaAttention(c, layer_idx));
+  mlp = register_module("mlp", GemmaMLP(c));
+  input_layernorm = register_module("input_layernorm", GemmaRMSNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", GemmaRMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+GemmaDecoderLayerOutput GemmaDecoderLayerImpl::forward(const torch::Tensor& hidden_states, const GemmaDecoderLayerKeywords& kw) {
+  auto residual = hidden_states;
+  // `x=x` in Python passes x's value whether or not the layer's caller did: `*kw.x` here.
+  auto [attn_output, attn_weights] = self_attn({.hidden_states = input_layernorm(hidden_states),
+                                                .attention_mask = *kw.attention_mask,
+                                                .position_ids = *kw.position_ids,
+                                                .past_key_value = *kw.past_key_value,
+                                                .output_attentions = *kw.output_attentions,
+                                                .use_cache = *kw.use_cache,
+                                                .cache_position = *kw.cache_position,
+                                                .position_embeddings = *kw.position_embeddings});
+  auto h = residual + attn_output;
+  residual = h;
+  h = residual + mlp(post_attention_layernorm(h));
+  if (*kw.output_attentions) return {h, attn_weights};
+  return {h};
+}
+
+GemmaModelImpl::GemmaModelImpl(const GemmaConfig& c) : config(c) {
+  config.validate("GemmaConfig");
+  auto embedding = torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size);
+  if (c.pad_token_id) embedding.padding_idx(*c.pad_token_id);
+  embed_tokens = register_module("embed_tokens", tracetorch::nn::Embedding(embedding));
+  layers = register_module("layers", tracetorch::nn::ModuleList());
+  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(GemmaDecoderLayer(c, i));
+  norm = register_module("norm", GemmaRMSNorm(c.hidden_size, c.rms_norm_eps));
+  rotary_emb = register_module("rotary_emb", GemmaRotaryEmbedding(c));
+}
+
+BaseModelOutputWithPast GemmaModelImpl::forward(const GemmaModelInputs& inputs) {
+  if (given(inputs.input_ids) == given(inputs.inputs_embeds)) {
+    throw tracetorch::Error("gemma: give exactly one of input_ids and inputs_embeds");
+  }
+  if (given(inputs.input_ids)) {
+    const auto& ids = *inputs.input_ids;
+    if (ids.dim() != 2 || ids.scalar_type() != torch::kInt64) throw tracetorch::Error("gemma: input_ids must be int64 [batch, seq]");
+    if (ids.numel() > 0 && (ids.min().item<std::int64_t>() < 0 || ids.max().item<std::int64_t>() >= config.vocab_size)) {
+      throw tracetorch::Error("gemma: input_ids must lie in [0, vocab_size = " + std::to_string(config.vocab_size) + ")");
+    }
+  }
+  const bool use_cache = inputs.use_cache.value_or(config.use_cache);
+  const bool output_attentions = inputs.output_attentions.value_or(config.output_attentions);
+  // Upstream's flags are keywords of this forward; capture reads them from an OutputOptions.
+  const tracetorch::OutputOptions options{
+      .output_hidden_states = inputs.output_hidden_states.value_or(config.output_hidden_states),
+      .output_attentions = output_attentions,
+      .use_cache = use_cache};
+  return tracetorch::capture_outputs(*this, options, [&] { return run_layers(inputs, use_cache, output_attentions); });
+}
+
+torch::Tensor update_causal_mask(const torch::Tensor& attention_mask, const torch::Tensor& input_tensor,
+                                 const torch::Tensor& cache_position, std::int64_t past_seen_tokens) {
+  if (attention_mask.defined() && attention_mask.dim() == 4) return attention_mask;  // already inverted
+  const auto dtype = input_tensor.scalar_type();
+  const auto batch = input_tensor.size(0), sequence_length = input_tensor.size(1);
+  const auto target_length = attention_mask.defined() ? attention_mask.size(-1) : past_seen_tokens + sequence_length + 1;
+  const double minimum = finfo_min(dtype);
+  auto mask = torch::full({sequence_length, target_length}, minimum, input_tensor.options());
+  if (sequence_length != 1) mask = torch::triu(mask, 1);
+  mask.mul_(torch::arange(target_length, cache_position.options()) > cache_position.reshape({-1, 1}));
+  mask = mask.index({None, None}).expand({batch, 1, -1, -1});
+  if (attention_mask.defined()) {
+    mask = mask.clone();  // contiguous, for the in-place fill
+    const auto mask_length = attention_mask.size(-1);
+    auto head = mask.slice(3, 0, mask_length);
+    const auto padding = (head + attention_mask.index({Slice(), None, None, Slice()})) == 0;
+    head.copy_(head.masked_fill(padding, minimum));
+  }
+  return mask;
+}
+
+BaseModelOutputWithPast GemmaModelImpl::run_layers(const GemmaModelInputs& inputs, bool use_cache, bool output_attentions) {
+  const auto inputs_embeds = given(inputs.inputs_embeds) ? *inputs.inputs_embeds : embed_tokens(*inputs.input_ids);
+  std::shared_ptr<tracetorch::DynamicCache> cache = inputs.past_key_values.value_or(nullptr);
+  if (use_cache && !cache) cache = std::make_shared<tracetorch::DynamicCache>();  // upstream's DynamicCache()
+  const auto past_seen = cache ? cache->get_seq_length() : 0;
+  auto cache_position = *inputs.cache_position;
+  if (!cache_position.defined()) {
+    cache_position = torch::arange(past_seen, past_seen + inputs_embeds.size(1), torch::TensorOptions(torch::kInt64).device(inputs_embeds.device()));
+  }
+  const auto position_ids = given(inputs.position_ids) ? *inputs.position_ids : cache_position.unsqueeze(0);
+  const auto causal_mask = update_causal_mask(*inputs.attention_mask, inputs_embeds, cache_position, past_seen);
+  const auto position_embeddings = rotary_emb(inputs_embeds, position_ids);
+  // A 0-d tensor of the hidden dtype, as upstream: in bf16, sqrt(3072) = 55.4256 becomes 55.5.
+  const auto normalizer = torch::tensor(std::pow(static_cast<double>(config.hidden_size), 0.5), inputs_embeds.scalar_type());
+  auto hidden_states = inputs_embeds * normalizer;
+  for (const auto& layer : *layers) {
+    // Through the holder type, so the call is traced. past_key_value=None without a cache.
+    hidden_states = layer->as<GemmaDecoderLayer>()->forward(hidden_states, {.attention_mask = causal_mask,
+                                                                            .position_ids = position_ids,
+                                                                            .past_key_value = cache.get(),
+                                                                            .output_attentions = output_attentions,
+                                                                            .use_cache = use_cache,
+                                                                            .cache_position = cache_position,
+                                                                            .position_embeddings = position_embeddings})[0];
+  }
+  return {.last_hidden_state = norm(hidden_states), .past_key_values = use_cache ? cache : nullptr};
+}
+
+tracetorch::checkpoint::Report load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights,
+                                               tracetorch::checkpoint::DtypePolicy dtype) {
+  return tracetorch::checkpoint::load(model, weights, {.dtype = dtype});
+}
+
+}  // namespace gemma
