@@ -2,11 +2,9 @@
 // (the printed trace shows four significant digits, so the order of operations shows too).
 #include "gemma.hpp"
 
-#include <boost/json.hpp>
+#include <tracetorch/config_file.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <limits>
 
 namespace gemma {
@@ -14,72 +12,6 @@ namespace {
 
 using torch::indexing::None;
 using torch::indexing::Slice;
-
-constexpr std::uintmax_t kMaxConfigBytes = 16u << 20;  // a config.json is a few KiB
-
-std::string read_config_text(const std::filesystem::path& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) throw tracetorch::Error("gemma: cannot read config " + path.string() + ": no such file");
-  if (!std::filesystem::is_regular_file(status)) {
-    throw tracetorch::Error("gemma: config " + path.string() + " is not a regular file");
-  }
-  if (std::filesystem::file_size(path) > kMaxConfigBytes) throw tracetorch::Error("gemma: config " + path.string() + " is over 16 MiB");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw tracetorch::Error("gemma: cannot read config " + path.string());
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-/// The typed readers of one config object: each key optional, a wrong type an error naming it.
-class ConfigReader {
- public:
-  ConfigReader(const boost::json::object& object, const std::filesystem::path& path) : object_(object), path_(path) {}
-
-  void integer(const char* key, std::int64_t& field) const {
-    if (const auto* value = object_.if_contains(key)) {
-      if (!value->is_int64()) fail(key, "an integer within int64");
-      field = value->get_int64();
-    }
-  }
-  void optional_integer(const char* key, std::optional<std::int64_t>& field) const {
-    if (const auto* value = object_.if_contains(key); value != nullptr && value->is_null()) {
-      field.reset();
-    } else if (value != nullptr) {
-      std::int64_t read = 0;
-      integer(key, read);
-      field = read;
-    }
-  }
-  void number(const char* key, double& field) const {
-    if (const auto* value = object_.if_contains(key)) {
-      if (!value->is_number()) fail(key, "a number");
-      field = value->to_number<double>();
-    }
-  }
-  void boolean(const char* key, bool& field) const {
-    if (const auto* value = object_.if_contains(key)) {
-      if (!value->is_bool()) fail(key, "true or false");
-      field = value->get_bool();
-    }
-  }
-  void optional_string(const char* key, std::optional<std::string>& field) const {
-    if (const auto* value = object_.if_contains(key); value != nullptr && !value->is_null()) {
-      if (!value->is_string()) fail(key, "a string or null");
-      field = std::string(value->as_string());
-    }
-  }
-  bool holds_non_null(const char* key) const {
-    const auto* value = object_.if_contains(key);
-    return value != nullptr && !value->is_null();
-  }
-  [[noreturn]] void fail(const char* key, const std::string& what) const {
-    throw tracetorch::Error("gemma: " + path_.string() + ": \"" + key + "\" must be " + what);
-  }
-
- private:
-  const boost::json::object& object_;
-  const std::filesystem::path& path_;
-};
 
 /// torch.finfo(dtype).min for the floating dtypes a mask can have.
 double finfo_min(c10::ScalarType dtype) {
@@ -109,34 +41,27 @@ bool given(const tracetorch::Keyword<torch::Tensor>& keyword) { return keyword.h
 }  // namespace
 
 GemmaConfig GemmaConfig::from_json_file(const std::filesystem::path& path) {
-  boost::system::error_code ec;
-  const boost::json::value parsed = boost::json::parse(read_config_text(path), ec);
-  if (ec) throw tracetorch::Error("gemma: " + path.string() + " is not valid JSON: " + ec.message());
-  if (!parsed.is_object()) throw tracetorch::Error("gemma: " + path.string() + " must hold a JSON object");
-  const ConfigReader read(parsed.as_object(), path);
+  const tracetorch::ConfigFile file(path);
   GemmaConfig config;
-  read.integer("vocab_size", config.vocab_size);
-  read.integer("hidden_size", config.hidden_size);
-  read.integer("intermediate_size", config.intermediate_size);
-  read.integer("num_hidden_layers", config.num_hidden_layers);
-  read.integer("num_attention_heads", config.num_attention_heads);
-  read.integer("num_key_value_heads", config.num_key_value_heads);
-  read.integer("head_dim", config.head_dim);
-  if (const auto* value = parsed.as_object().if_contains("hidden_act")) {
-    if (!value->is_string()) read.fail("hidden_act", "a string");
-    config.hidden_act = std::string(value->as_string());
-  }
-  read.optional_string("hidden_activation", config.hidden_activation);
-  read.integer("max_position_embeddings", config.max_position_embeddings);
-  read.number("rms_norm_eps", config.rms_norm_eps);
-  read.number("rope_theta", config.rope_theta);
-  if (read.holds_non_null("rope_scaling")) read.fail("rope_scaling", "null: only the default rope is ported");
-  read.boolean("attention_bias", config.attention_bias);
-  read.number("attention_dropout", config.attention_dropout);
-  read.optional_integer("pad_token_id", config.pad_token_id);
-  read.boolean("use_cache", config.use_cache);
-  read.boolean("output_attentions", config.output_attentions);
-  read.boolean("output_hidden_states", config.output_hidden_states);
+  file.read("vocab_size", config.vocab_size);
+  file.read("hidden_size", config.hidden_size);
+  file.read("intermediate_size", config.intermediate_size);
+  file.read("num_hidden_layers", config.num_hidden_layers);
+  file.read("num_attention_heads", config.num_attention_heads);
+  file.read("num_key_value_heads", config.num_key_value_heads);
+  file.read("head_dim", config.head_dim);
+  file.read("hidden_act", config.hidden_act);
+  file.read("hidden_activation", config.hidden_activation);
+  file.read("max_position_embeddings", config.max_position_embeddings);
+  file.read("rms_norm_eps", config.rms_norm_eps);
+  file.read("rope_theta", config.rope_theta);
+  if (file.has("rope_scaling")) file.fail("rope_scaling", "must be null: only the default rope is ported");
+  file.read("attention_bias", config.attention_bias);
+  file.read("attention_dropout", config.attention_dropout);
+  file.read("pad_token_id", config.pad_token_id);
+  file.read("use_cache", config.use_cache);
+  file.read("output_attentions", config.output_attentions);
+  file.read("output_hidden_states", config.output_hidden_states);
   config.validate(path.string());
   return config;
 }

@@ -1,12 +1,10 @@
 // The GPT-2 port: each forward as upstream's eager GPT2Model computes it, operation for operation.
 #include "gpt2.hpp"
 
-#include <boost/json.hpp>
 #include <tracetorch/checkpoint.hpp>
+#include <tracetorch/config_file.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <limits>
 
 namespace gpt2 {
@@ -29,63 +27,27 @@ torch::Tensor merge_heads(const torch::Tensor& tensor, std::int64_t num_heads, s
   return merged.view(shape);
 }
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw tracetorch::Error("gpt2: cannot read config " + path.string() + ": no such file or not readable");
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 }  // namespace
 
 GPT2Config GPT2Config::from_json_file(const std::filesystem::path& path) {
-  boost::system::error_code ec;
-  const boost::json::value parsed = boost::json::parse(read_text(path), ec);
-  if (ec || !parsed.is_object()) throw tracetorch::Error("gpt2: " + path.string() + " is not a JSON object");
-  const auto& object = parsed.as_object();
-  const auto fail = [&](const char* key, const char* what) {
-    throw tracetorch::Error("gpt2: " + path.string() + ": \"" + key + "\" must be " + what);
-  };
+  const tracetorch::ConfigFile file(path);
   GPT2Config config;
-  const auto read_int = [&](const char* key, std::int64_t& field) {
-    if (const auto* value = object.if_contains(key)) {
-      if (!value->is_int64()) fail(key, "an integer");
-      field = value->get_int64();
-    }
-  };
-  const auto read_double = [&](const char* key, double& field) {
-    if (const auto* value = object.if_contains(key)) {
-      if (!value->is_number()) fail(key, "a number");
-      field = value->to_number<double>();
-    }
-  };
-  const auto read_bool = [&](const char* key, bool& field) {
-    if (const auto* value = object.if_contains(key)) {
-      if (!value->is_bool()) fail(key, "true or false");
-      field = value->get_bool();
-    }
-  };
-  read_int("vocab_size", config.vocab_size);
-  read_int("n_positions", config.n_positions);
-  read_int("n_embd", config.n_embd);
-  read_int("n_layer", config.n_layer);
-  read_int("n_head", config.n_head);
-  if (const auto* value = object.if_contains("n_inner"); value != nullptr && !value->is_null()) {
-    if (!value->is_int64()) fail("n_inner", "an integer or null");
-    config.n_inner = value->get_int64();
-  }
-  if (const auto* value = object.if_contains("activation_function")) {
-    if (!value->is_string()) fail("activation_function", "a string");
-    config.activation_function = std::string(value->as_string());
-  }
-  read_double("resid_pdrop", config.resid_pdrop);
-  read_double("embd_pdrop", config.embd_pdrop);
-  read_double("attn_pdrop", config.attn_pdrop);
-  read_double("layer_norm_epsilon", config.layer_norm_epsilon);
-  read_bool("scale_attn_weights", config.scale_attn_weights);
-  read_bool("scale_attn_by_inverse_layer_idx", config.scale_attn_by_inverse_layer_idx);
-  read_bool("use_cache", config.use_cache);
-  read_bool("output_attentions", config.output_attentions);
-  read_bool("output_hidden_states", config.output_hidden_states);
+  file.read("vocab_size", config.vocab_size);
+  file.read("n_positions", config.n_positions);
+  file.read("n_embd", config.n_embd);
+  file.read("n_layer", config.n_layer);
+  file.read("n_head", config.n_head);
+  file.read("n_inner", config.n_inner);  // null: 4 * n_embd
+  file.read("activation_function", config.activation_function);
+  file.read("resid_pdrop", config.resid_pdrop);
+  file.read("embd_pdrop", config.embd_pdrop);
+  file.read("attn_pdrop", config.attn_pdrop);
+  file.read("layer_norm_epsilon", config.layer_norm_epsilon);
+  file.read("scale_attn_weights", config.scale_attn_weights);
+  file.read("scale_attn_by_inverse_layer_idx", config.scale_attn_by_inverse_layer_idx);
+  file.read("use_cache", config.use_cache);
+  file.read("output_attentions", config.output_attentions);
+  file.read("output_hidden_states", config.output_hidden_states);
   config.validate(path.string());
   return config;
 }

@@ -8,6 +8,7 @@
 #include "tracetorch/capture.hpp"
 #include "tracetorch/checkpoint.hpp"
 #include "tracetorch/config.hpp"
+#include "tracetorch/config_file.hpp"
 #include "tracetorch/debugger.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/keywords.hpp"

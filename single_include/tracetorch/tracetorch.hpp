@@ -5798,6 +5798,163 @@ inline Report load(torch::nn::Module& module, const std::filesystem::path& path,
 
 }  // namespace tracetorch::checkpoint
 // ---- end tracetorch/checkpoint.hpp ----
+// ---- begin tracetorch/config_file.hpp ----
+/// \file
+/// A transformers `config.json`, read key by key into a port's own config struct: what every
+/// port writes by hand otherwise (the Llama, GPT-2 and Gemma examples use it).
+///
+/// \code
+/// GemmaConfig config;                                    // upstream's defaults
+/// const tracetorch::ConfigFile file("config.json");      // read and parsed; errors name the file
+/// file.read("vocab_size", config.vocab_size);            // std::int64_t: absent keeps the default
+/// file.read("rms_norm_eps", config.rms_norm_eps);        // double
+/// file.read("hidden_act", config.hidden_act);            // std::string
+/// file.read("pad_token_id", config.pad_token_id);        // std::optional<std::int64_t>: null is nullopt
+/// \endcode
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+// ---- begin tracetorch/detail/io/config_value.hpp ----
+/// \file
+/// One value of a transformers config.json converted to a C++ field (ConfigFile::read): the
+/// conversion, or why it cannot be made ("must be an integer"), for the caller to name the key.
+
+#include <boost/json.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace tracetorch::detail {
+
+template <class T>
+struct is_std_optional : std::false_type {};
+template <class T>
+struct is_std_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_std_vector : std::false_type {};
+template <class T, class A>
+struct is_std_vector<std::vector<T, A>> : std::true_type {};
+
+/// The types ConfigFile::read fills: bool, integers, floating point, std::string, and
+/// std::optional or std::vector of those.
+template <class T>
+concept ConfigField =
+    std::is_same_v<T, bool> || std::is_integral_v<T> || std::is_floating_point_v<T> || std::is_same_v<T, std::string> ||
+    is_std_optional<T>::value || is_std_vector<T>::value;
+
+/// Converts `value` into `field`; on failure leaves `field` as it was and returns what the
+/// value must be ("must be an integer", "is 300, out of range"), to follow the key in a message.
+template <class T>
+std::optional<std::string> convert_config_value(const boost::json::value& value, T& field) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!value.is_bool()) return "must be true or false";
+    field = value.get_bool();
+  } else if constexpr (std::is_integral_v<T>) {
+    // JSON integers arrive as int64, or uint64 above int64's range; 2.0 is not an integer here.
+    if (value.is_int64()) {
+      const std::int64_t read = value.get_int64();
+      if (!std::in_range<T>(read)) return "is " + std::to_string(read) + ", out of range";
+      field = static_cast<T>(read);
+    } else if (value.is_uint64()) {
+      const std::uint64_t read = value.get_uint64();
+      if (!std::in_range<T>(read)) return "is " + std::to_string(read) + ", too large";
+      field = static_cast<T>(read);
+    } else {
+      return "must be an integer";
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!value.is_number()) return "must be a number";
+    field = value.to_number<T>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!value.is_string()) return "must be a string";
+    field = std::string(value.get_string());
+  } else if constexpr (is_std_optional<T>::value) {
+    if (value.is_null()) {
+      field.reset();
+    } else {
+      typename T::value_type read{};
+      if (auto why = convert_config_value(value, read)) return why;
+      field = std::move(read);
+    }
+  } else {
+    if (!value.is_array()) return "must be a list";
+    T read;
+    for (const auto& item : value.get_array()) {
+      typename T::value_type element{};  // not emplace_back's reference: std::vector<bool> has none
+      if (auto why = convert_config_value(item, element)) return "[" + std::to_string(read.size()) + "] " + *why;
+      read.push_back(std::move(element));
+    }
+    field = std::move(read);
+  }
+  return std::nullopt;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/config_value.hpp ----
+
+namespace tracetorch {
+
+class ConfigFile {
+ public:
+  /// Reads and parses `path`: a regular file of at most 16 MiB (a FIFO or device is refused
+  /// unread) holding one JSON object. Throws Error naming the file otherwise.
+  explicit ConfigFile(const std::filesystem::path& path)
+      : ConfigFile(detail::read_regular_file(path, detail::kMaxConfigBytes, "a config.json"), path.string()) {}
+
+  /// Parses `text`; `name` stands for the file in messages.
+  ConfigFile(std::string_view text, std::string name) : name_(std::move(name)) {
+    boost::system::error_code ec;
+    boost::json::value parsed = boost::json::parse(text, ec);
+    if (ec) throw Error("tracetorch: " + name_ + " is not valid JSON: " + ec.message());
+    if (!parsed.is_object()) throw Error("tracetorch: " + name_ + " must hold a JSON object");
+    object_ = std::move(parsed.as_object());
+  }
+
+  /// Sets `field` from `key` when the file has it (true), else leaves it (false), as
+  /// transformers' PretrainedConfig keeps a default. `field` is bool, an integer, a floating
+  /// point number, std::string, or a std::optional (null: nullopt) or std::vector of those.
+  /// A value of another type or out of the field's range throws Error "FILE: "key" must be an
+  /// integer" and leaves `field` unchanged.
+  template <detail::ConfigField T>
+  bool read(std::string_view key, T& field) const {
+    const boost::json::value* value = object_.if_contains(key);
+    if (value == nullptr) return false;
+    if (auto why = detail::convert_config_value(*value, field)) fail(key, *why);
+    return true;
+  }
+
+  /// Whether the file has `key` with a value other than null.
+  bool has(std::string_view key) const {
+    const boost::json::value* value = object_.if_contains(key);
+    return value != nullptr && !value->is_null();
+  }
+
+  /// Throws Error "tracetorch: FILE: "key" what" (a port's own check of a value it read).
+  [[noreturn]] void fail(std::string_view key, const std::string& what) const {
+    throw Error("tracetorch: " + name_ + ": \"" + std::string(key) + "\" " + what);
+  }
+
+  /// The file's name as messages give it, and everything it holds.
+  const std::string& name() const noexcept { return name_; }
+  const boost::json::object& object() const noexcept { return object_; }
+
+ private:
+  std::string name_;
+  boost::json::object object_;
+};
+
+}  // namespace tracetorch
+// ---- end tracetorch/config_file.hpp ----
 // ---- begin tracetorch/debugger.hpp ----
 /// \file
 /// The model addition debugger: the C++ form of transformers' `model_addition_debugger_context`.

@@ -1,0 +1,77 @@
+#pragma once
+/// \file
+/// A transformers `config.json`, read key by key into a port's own config struct: what every
+/// port writes by hand otherwise (the Llama, GPT-2 and Gemma examples use it).
+///
+/// \code
+/// GemmaConfig config;                                    // upstream's defaults
+/// const tracetorch::ConfigFile file("config.json");      // read and parsed; errors name the file
+/// file.read("vocab_size", config.vocab_size);            // std::int64_t: absent keeps the default
+/// file.read("rms_norm_eps", config.rms_norm_eps);        // double
+/// file.read("hidden_act", config.hidden_act);            // std::string
+/// file.read("pad_token_id", config.pad_token_id);        // std::optional<std::int64_t>: null is nullopt
+/// \endcode
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "tracetorch/detail/io/config_value.hpp"
+#include "tracetorch/detail/io/read_file.hpp"
+#include "tracetorch/error.hpp"
+
+namespace tracetorch {
+
+class ConfigFile {
+ public:
+  /// Reads and parses `path`: a regular file of at most 16 MiB (a FIFO or device is refused
+  /// unread) holding one JSON object. Throws Error naming the file otherwise.
+  explicit ConfigFile(const std::filesystem::path& path)
+      : ConfigFile(detail::read_regular_file(path, detail::kMaxConfigBytes, "a config.json"), path.string()) {}
+
+  /// Parses `text`; `name` stands for the file in messages.
+  ConfigFile(std::string_view text, std::string name) : name_(std::move(name)) {
+    boost::system::error_code ec;
+    boost::json::value parsed = boost::json::parse(text, ec);
+    if (ec) throw Error("tracetorch: " + name_ + " is not valid JSON: " + ec.message());
+    if (!parsed.is_object()) throw Error("tracetorch: " + name_ + " must hold a JSON object");
+    object_ = std::move(parsed.as_object());
+  }
+
+  /// Sets `field` from `key` when the file has it (true), else leaves it (false), as
+  /// transformers' PretrainedConfig keeps a default. `field` is bool, an integer, a floating
+  /// point number, std::string, or a std::optional (null: nullopt) or std::vector of those.
+  /// A value of another type or out of the field's range throws Error "FILE: "key" must be an
+  /// integer" and leaves `field` unchanged.
+  template <detail::ConfigField T>
+  bool read(std::string_view key, T& field) const {
+    const boost::json::value* value = object_.if_contains(key);
+    if (value == nullptr) return false;
+    if (auto why = detail::convert_config_value(*value, field)) fail(key, *why);
+    return true;
+  }
+
+  /// Whether the file has `key` with a value other than null.
+  bool has(std::string_view key) const {
+    const boost::json::value* value = object_.if_contains(key);
+    return value != nullptr && !value->is_null();
+  }
+
+  /// Throws Error "tracetorch: FILE: "key" what" (a port's own check of a value it read).
+  [[noreturn]] void fail(std::string_view key, const std::string& what) const {
+    throw Error("tracetorch: " + name_ + ": \"" + std::string(key) + "\" " + what);
+  }
+
+  /// The file's name as messages give it, and everything it holds.
+  const std::string& name() const noexcept { return name_; }
+  const boost::json::object& object() const noexcept { return object_; }
+
+ private:
+  std::string name_;
+  boost::json::object object_;
+};
+
+}  // namespace tracetorch
