@@ -201,10 +201,21 @@ inline void expect_upstream_trace(const boost::json::value& ours, const boost::j
 /// A C++ trace of both kinds (`ours`/repr, `ours`/st) against the Python reference's
 /// (`reference`/trace_repr, `reference`/trace_st) of the model `model_name`: the JSON files as
 /// expect_upstream_trace checks them, the same file names, every tensor file within 1e-5 with the
-/// same dtype and shape, and tracetorch-diff (when built) finding nothing. Returns the number of
-/// tensor files compared.
+/// same dtype and shape, and tracetorch-diff (when built) finding nothing; the diff runs first and
+/// its report comes with any failure. Returns the number of tensor files compared.
 inline std::size_t expect_trace_matches_reference(const std::filesystem::path& ours, const std::filesystem::path& reference,
                                                   const std::string& model_name) {
+  // tracetorch-diff first: when a check below fails, its report (the first divergence, named)
+  // is printed with the failure, which is what a porter reads to find the cause.
+  std::string diff_reports;
+#ifdef TRACETORCH_DIFF
+  for (const std::string kind : {"repr", "st"}) {
+    const auto diff = run_program(TRACETORCH_DIFF, (reference / ("trace_" + kind)).string() + " " + (ours / kind).string());
+    DOCTEST_CHECK_MESSAGE(diff.exit_code == 0, "tracetorch-diff on the " << kind << " traces:\n" << diff.output);
+    diff_reports += "tracetorch-diff, " + kind + " traces (exit " + std::to_string(diff.exit_code) + "):\n" + diff.output;
+  }
+#endif
+  DOCTEST_INFO(diff_reports);
   for (const std::string kind : {"repr", "st"}) {
     for (const std::string file : {"SUMMARY", "FULL_TENSORS"}) {
       const std::string name = model_name + "_debug_tree_" + file + ".json";
@@ -222,13 +233,6 @@ inline std::size_t expect_trace_matches_reference(const std::filesystem::path& o
     DOCTEST_CHECK(torch::allclose(mine.to(torch::kDouble), ref.to(torch::kDouble), 0, 1e-5));
     ++compared;
   }
-#ifdef TRACETORCH_DIFF
-  for (const std::string kind : {"repr", "st"}) {
-    const auto diff = run_program(TRACETORCH_DIFF, (reference / ("trace_" + kind)).string() + " " + (ours / kind).string());
-    DOCTEST_INFO(diff.output);
-    DOCTEST_CHECK(diff.exit_code == 0);
-  }
-#endif
   return compared;
 }
 
