@@ -55,6 +55,36 @@ DOCTEST_TEST_CASE("gemma: the port's trace equals the upstream-convention refere
   }
 }
 
+DOCTEST_TEST_CASE("gemma: the default call (use_cache from the config) traces the era's cache as Python does, byte for byte") {
+  auto model = gemma_test::fixture_model();
+  DOCTEST_REQUIRE(model->config.use_cache);
+  tracetorch_test::TempDir dir;
+  {
+    auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .do_prune_layers = false});
+    const auto out = model({.input_ids = gemma_test::fixture_ids()});  // Python: model(input_ids=ids)
+    DOCTEST_REQUIRE(out.past_key_values != nullptr);
+    DOCTEST_CHECK(out.past_key_values->get_seq_length() == 5);
+  }
+  const auto reference = gemma_test::gemma_dir() / "trace_use_cache";
+  for (const std::string file : {"SUMMARY", "FULL_TENSORS"}) {
+    const std::string name = "GemmaModel_debug_tree_" + file + ".json";
+    const std::string ours = tracetorch_test::read_file(dir / name);
+    DOCTEST_CHECK(ours == tracetorch_test::read_file(reference / name));
+    // Each layer and each attention got the cache: that era's object repr, the address masked.
+    std::size_t caches = 0;
+    for (auto at = ours.find("<transformers.cache_utils.DynamicCache object at 0xXXXXXXXX>"); at != std::string::npos;
+         at = ours.find("<transformers.cache_utils.DynamicCache object at 0xXXXXXXXX>", at + 1)) {
+      ++caches;
+    }
+    DOCTEST_CHECK(caches == 4);
+  }
+#ifdef TRACETORCH_DIFF
+  const auto diff = tracetorch_test::run_program(TRACETORCH_DIFF, reference.string() + " " + dir.path().string());
+  DOCTEST_INFO(diff.output);
+  DOCTEST_CHECK(diff.exit_code == 0);
+#endif
+}
+
 DOCTEST_TEST_CASE("gemma: the sharded bfloat16 checkpoint loads every tensor, each converted BFloat16 -> Float") {
   gemma::GemmaModel model(gemma::GemmaConfig::from_json_file(gemma_test::gemma_dir() / "config.json"));
   const auto before = model->norm->weight.clone();

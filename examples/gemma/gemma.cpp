@@ -154,7 +154,7 @@ std::tuple<torch::Tensor, torch::Tensor> GemmaAttentionImpl::forward(const Gemma
   const auto sin = std::get<1>(*kw.position_embeddings).unsqueeze(1);
   query = query * cos + rotate_half(query) * sin;
   key = key * cos + rotate_half(key) * sin;
-  if (tracetorch::DynamicCache* cache = kw.past_key_value.value_or(nullptr)) {
+  if (DynamicCache* cache = kw.past_key_value.value_or(nullptr)) {
     std::tie(key, value) = cache->update(key, value, layer_idx);
   }
   key = repeat_kv(key, num_key_value_groups);
@@ -248,8 +248,8 @@ torch::Tensor update_causal_mask(const torch::Tensor& attention_mask, const torc
 
 BaseModelOutputWithPast GemmaModelImpl::run_layers(const GemmaModelInputs& inputs, bool use_cache, bool output_attentions) {
   const auto inputs_embeds = given(inputs.inputs_embeds) ? *inputs.inputs_embeds : embed_tokens(*inputs.input_ids);
-  std::shared_ptr<tracetorch::DynamicCache> cache = inputs.past_key_values.value_or(nullptr);
-  if (use_cache && !cache) cache = std::make_shared<tracetorch::DynamicCache>();  // upstream's DynamicCache()
+  std::shared_ptr<DynamicCache> cache = inputs.past_key_values.value_or(nullptr);
+  if (use_cache && !cache) cache = std::make_shared<DynamicCache>();  // upstream's DynamicCache()
   const auto past_seen = cache ? cache->get_seq_length() : 0;
   auto cache_position = *inputs.cache_position;
   if (!cache_position.defined()) {

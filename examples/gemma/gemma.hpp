@@ -67,6 +67,15 @@ struct GemmaConfig {
   void validate(const std::string& where) const;
 };
 
+/// The v4.49-era cache_utils.DynamicCache: tracetorch's (the same update and lengths), recorded
+/// as that era's Python records it. The class had no __repr__, so Python's trace holds
+/// object.__repr__ with the address masked by the debugger; upstream's later repr
+/// (`DynamicCache(layers=[...])`, tracetorch::DynamicCache's) came with v4.57.
+struct DynamicCache : tracetorch::DynamicCache {
+  using tracetorch::DynamicCache::DynamicCache;
+};
+inline std::string tracetorch_repr(const DynamicCache&) { return "<transformers.cache_utils.DynamicCache object at 0xXXXXXXXX>"; }
+
 /// (cos, sin), each [batch, seq, head_dim].
 using PositionEmbeddings = std::tuple<torch::Tensor, torch::Tensor>;
 
@@ -104,7 +113,7 @@ struct GemmaAttentionKeywords {
   tracetorch::Keyword<torch::Tensor> hidden_states;
   tracetorch::Keyword<torch::Tensor> attention_mask;
   tracetorch::Keyword<torch::Tensor> position_ids;
-  tracetorch::Keyword<tracetorch::DynamicCache*> past_key_value;
+  tracetorch::Keyword<DynamicCache*> past_key_value;
   tracetorch::Keyword<bool> output_attentions = tracetorch::defaults_to(false);
   tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);
   tracetorch::Keyword<torch::Tensor> cache_position;
@@ -129,7 +138,7 @@ TRACEABLE(GemmaAttention);
 struct GemmaDecoderLayerKeywords {
   tracetorch::Keyword<torch::Tensor> attention_mask;
   tracetorch::Keyword<torch::Tensor> position_ids;
-  tracetorch::Keyword<tracetorch::DynamicCache*> past_key_value;
+  tracetorch::Keyword<DynamicCache*> past_key_value;
   tracetorch::Keyword<bool> output_attentions = tracetorch::defaults_to(false);
   tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);
   tracetorch::Keyword<torch::Tensor> cache_position;
@@ -155,7 +164,7 @@ TRACEABLE(GemmaDecoderLayer);
 /// transformers' BaseModelOutputWithPast: None fields are left out of traces, as a ModelOutput's.
 struct BaseModelOutputWithPast {
   torch::Tensor last_hidden_state;
-  std::shared_ptr<tracetorch::DynamicCache> past_key_values;  // null unless use_cache
+  std::shared_ptr<DynamicCache> past_key_values;  // null unless use_cache
   std::optional<std::vector<torch::Tensor>> hidden_states;
   std::optional<std::vector<torch::Tensor>> attentions;
 };
@@ -167,7 +176,7 @@ struct GemmaModelInputs {
   tracetorch::Keyword<torch::Tensor> input_ids;
   tracetorch::Keyword<torch::Tensor> attention_mask;  // [batch, kv] of 1/0, or a ready 4-d float mask
   tracetorch::Keyword<torch::Tensor> position_ids;
-  tracetorch::Keyword<std::shared_ptr<tracetorch::DynamicCache>> past_key_values;
+  tracetorch::Keyword<std::shared_ptr<DynamicCache>> past_key_values;
   tracetorch::Keyword<torch::Tensor> inputs_embeds;
   tracetorch::Keyword<bool> use_cache;
   tracetorch::Keyword<bool> output_attentions;

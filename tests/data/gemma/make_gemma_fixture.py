@@ -6,6 +6,9 @@
   input_ids.safetensors               {"input_ids": int64 [batch, seq]}
   trace_repr/                         GemmaModel_debug_tree_{SUMMARY,FULL_TENSORS}.json (use_repr=True)
   trace_st/                           the same with use_repr=False (one safetensors file per tensor)
+  trace_use_cache/                    model(input_ids=ids), use_cache from the config (True): the era's
+                                      DynamicCache, recorded as <transformers.cache_utils.DynamicCache
+                                      object at 0xXXXXXXXX> (use_repr=True)
   capture.safetensors                 hidden_states.<i> and attentions.<i> of a call that asks for them
 
     python3 tests/data/gemma/make_gemma_fixture.py [--shared ../shared/reference]
@@ -52,6 +55,29 @@ class BaseModelOutputWithPast(OrderedDict):
 
     def __init__(self, **fields):
         super().__init__((name, value) for name, value in fields.items() if value is not None)
+
+
+class DynamicCache:
+    """The v4.49-era cache_utils.DynamicCache, as far as GemmaModel uses it. It has no __repr__ of its
+    own, so the debugger records object.__repr__ with the address masked:
+    <transformers.cache_utils.DynamicCache object at 0xXXXXXXXX>."""
+
+    __module__ = "transformers.cache_utils"
+
+    def __init__(self):
+        self.key_cache, self.value_cache = [], []
+
+    def update(self, key_states, value_states, layer_idx):
+        if len(self.key_cache) <= layer_idx:
+            self.key_cache.append(key_states)
+            self.value_cache.append(value_states)
+        else:
+            self.key_cache[layer_idx] = torch.cat([self.key_cache[layer_idx], key_states], dim=-2)
+            self.value_cache[layer_idx] = torch.cat([self.value_cache[layer_idx], value_states], dim=-2)
+        return self.key_cache[layer_idx], self.value_cache[layer_idx]
+
+    def get_seq_length(self, layer_idx=0):
+        return self.key_cache[layer_idx].shape[-2] if len(self.key_cache) > layer_idx else 0
 
 
 class PytorchGELUTanh(nn.Module):  # ACT2FN["gelu_pytorch_tanh"] at that commit
@@ -141,7 +167,8 @@ class GemmaAttention(nn.Module):
         cos, sin = position_embeddings
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         query, key = (query * cos) + (rotate_half(query) * sin), (key * cos) + (rotate_half(key) * sin)
-        # past_key_value is None in every call this fixture makes (use_cache=False).
+        if past_key_value is not None:
+            key, value = past_key_value.update(key, value, self.layer_idx)
         key = repeat_kv(key, self.num_key_value_groups)
         value = repeat_kv(value, self.num_key_value_groups)
         weights = torch.matmul(query, key.transpose(2, 3)) * self.scaling
@@ -197,17 +224,21 @@ class GemmaModel(nn.Module):
 
     def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, inputs_embeds=None,
                 use_cache=None, output_attentions=None, output_hidden_states=None, cache_position=None):
-        assert past_key_values is None and attention_mask is None and not use_cache, "what this fixture restates"
+        assert attention_mask is None, "what this fixture restates"
         output_attentions = bool(output_attentions)  # the config's output_attentions is False
         output_hidden_states = bool(output_hidden_states)
+        use_cache = self.config["use_cache"] if use_cache is None else use_cache
         if inputs_embeds is None:
             inputs_embeds = self.embed_tokens(input_ids)
+        if use_cache and past_key_values is None:
+            past_key_values = DynamicCache()
+        past_seen = past_key_values.get_seq_length() if past_key_values is not None else 0
         if cache_position is None:
-            cache_position = torch.arange(0, inputs_embeds.shape[1])
+            cache_position = torch.arange(past_seen, past_seen + inputs_embeds.shape[1])
         if position_ids is None:
             position_ids = cache_position.unsqueeze(0)
         batch, sequence_length = inputs_embeds.shape[:2]
-        causal_mask = causal_mask_of_that_era(batch, sequence_length, sequence_length + 1, cache_position,
+        causal_mask = causal_mask_of_that_era(batch, sequence_length, past_seen + sequence_length + 1, cache_position,
                                               inputs_embeds.dtype)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
@@ -227,7 +258,7 @@ class GemmaModel(nn.Module):
         hidden_states = self.norm(hidden_states)
         if output_hidden_states:
             all_hidden_states += (hidden_states,)
-        return BaseModelOutputWithPast(last_hidden_state=hidden_states, past_key_values=None,
+        return BaseModelOutputWithPast(last_hidden_state=hidden_states, past_key_values=past_key_values if use_cache else None,
                                        hidden_states=all_hidden_states, attentions=all_attentions)
 
 
@@ -273,6 +304,12 @@ def main():
         shutil.rmtree(target, ignore_errors=True)
         with model_addition_debugger_context(model, debug_path=str(target), do_prune_layers=False, use_repr=use_repr):
             output = model(input_ids=ids, use_cache=False)
+    # The default call, use_cache=True as the config says: the cache goes to every layer and is
+    # returned, recorded by its masked address (printed values only: it holds no tensor to save).
+    target = HERE / "trace_use_cache"
+    shutil.rmtree(target, ignore_errors=True)
+    with model_addition_debugger_context(model, debug_path=str(target), do_prune_layers=False, use_repr=True):
+        model(input_ids=ids)
     with torch.no_grad():
         asked = model(input_ids=ids, use_cache=False, output_hidden_states=True, output_attentions=True)
         captured = {f"{field}.{i}": value.contiguous()
