@@ -61,9 +61,9 @@ struct Setup {
 };
 
 /// `present`, where it is true; otherwise the build stops here with one message. Used as
-/// `if constexpr (output_struct_has<Tester, has_attentions<Out>>())`, so that the test body,
+/// `if constexpr (output_struct_has<has_attentions<Out>>())`, so that the test body,
 /// which would not compile either, is left out.
-template <class Tester, bool present>
+template <bool present>
 constexpr bool output_struct_has() {
   static_assert(present,
                 "tracetorch::testing: the model's output struct lacks the member this common test reads "

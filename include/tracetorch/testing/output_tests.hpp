@@ -36,7 +36,7 @@ TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_model_output_shapes) {
 /// output_hidden_states, from the call or from the config: layers + 1 states of [batch, seq, hidden].
 TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_hidden_states_output) {
   using Out = output_t<Tester>;
-  if constexpr (output_struct_has<Tester, has_hidden_states<Out>>()) {
+  if constexpr (output_struct_has<has_hidden_states<Out>>()) {
     const auto check = [&](const Out& out, const std::string& how) {
       DOCTEST_REQUIRE_MESSAGE(out.hidden_states.has_value(), how << ": no hidden_states returned");
       DOCTEST_CHECK_MESSAGE(static_cast<std::int64_t>(out.hidden_states->size()) == s.sizes.num_hidden_layers + 1,
@@ -73,7 +73,7 @@ inline void check_attention_maps(const std::string& what, const std::vector<torc
 /// hidden_states unless asked for.
 TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_attention_outputs) {
   using Out = output_t<Tester>;
-  if constexpr (output_struct_has<Tester, has_attentions<Out>>()) {
+  if constexpr (output_struct_has<has_attentions<Out>>()) {
     const auto out = s.forward({.output_attentions = true});
     DOCTEST_REQUIRE_MESSAGE(out.attentions.has_value(), "output_attentions=True: no attentions returned");
     check_attention_maps("attentions", *out.attentions, s.sizes, s.sizes.seq_length);
@@ -90,7 +90,7 @@ TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_attention_outputs) {
 /// cross_attentions follow output_attentions: one [batch, heads, seq, encoder_seq] map per layer.
 TRACETORCH_DETAIL_DEFINE_COMMON_TEST(test_cross_attention_outputs) {
   using Out = output_t<Tester>;
-  if constexpr (output_struct_has<Tester, has_cross_attentions<Out>>()) {
+  if constexpr (output_struct_has<has_cross_attentions<Out>>()) {
     DOCTEST_REQUIRE_MESSAGE(s.sizes.encoder_seq_length > 0, "sizes().encoder_seq_length must give the key length");
     const auto out = s.forward({.output_attentions = true});
     DOCTEST_REQUIRE_MESSAGE(out.cross_attentions.has_value(), "output_attentions=True: no cross_attentions returned");
