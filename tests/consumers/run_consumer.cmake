@@ -1,4 +1,4 @@
-# ctest driver: configure, build and run one consumer project.
+# ctest driver: configure, build and run one consumer project, then run tracetorch::diff from it.
 #   cmake -DKIND=find_package|add_subdirectory|fetchcontent -DSOURCE_DIR=... -DBINARY_DIR=... -DWORK=... -P run_consumer.cmake
 set(project_dir ${SOURCE_DIR}/tests/consumers/${KIND})
 file(REMOVE_RECURSE ${WORK})
@@ -10,13 +10,15 @@ if(KIND STREQUAL "find_package")
   endif()
   list(APPEND configure_args -DCMAKE_PREFIX_PATH=${WORK}/prefix)
 endif()
-foreach(step configure build run)
+foreach(step configure build run diff)
   if(step STREQUAL "configure")
     set(command ${CMAKE_COMMAND} ${configure_args})
   elseif(step STREQUAL "build")
     set(command ${CMAKE_COMMAND} --build ${WORK}/build -j2)
-  else()
+  elseif(step STREQUAL "run")
     set(command ${WORK}/build/consumer ${WORK}/trace)
+  else()  # tracetorch::diff, imported or built on demand: the trace against itself, exit 0
+    set(command ${CMAKE_COMMAND} --build ${WORK}/build --target check_diff)
   endif()
   execute_process(COMMAND ${command} RESULT_VARIABLE rc)
   if(rc)
