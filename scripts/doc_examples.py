@@ -10,7 +10,9 @@ Every ```cpp block must compile as written at namespace scope, after the include
 namespace and reopen it (docs/reference/capture.md does, to specialise a trait). Code that is not
 meant to compile (a fragment, a sketch with `...`) is written as an indented block or under another
 fence (```text), which this script does not collect. Every reference page has at least one example.
-The README's first example is examples/quickstart.cpp: its lines must appear there, in order.
+The README's first example is examples/quickstart.cpp: its lines must appear there, in order. A
+block that defines `int main()` is a whole program: it is compiled at global scope, ahead of its
+page's namespace (main is only main there), and at most one block in all pages may be one.
 
     python3 scripts/doc_examples.py OUTPUT.cpp
 """
@@ -20,6 +22,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"^```cpp\n(.*?)^```", re.S | re.M)
+PROGRAM = re.compile(r"^int main\(", re.M)
 
 
 def pages():
@@ -56,6 +59,7 @@ def main():
         "#include <filesystem>\n#include <fstream>\n#include <iostream>\n#include <map>\n#include <optional>\n",
         "#include <span>\n#include <string>\n#include <tuple>\n#include <vector>\n\n",
     ]
+    programs_seen = []
     for page, namespace, needs_example in pages():
         blocks = BLOCK.findall(page.read_text(encoding="utf-8"))
         if namespace == "doc_readme":
@@ -63,6 +67,15 @@ def main():
         if not blocks:
             if needs_example:
                 sys.exit(f"doc_examples: {page.relative_to(ROOT)} has no ```cpp example")
+            continue
+        programs = [block for block in blocks if PROGRAM.search(block)]
+        for block in programs:
+            if programs_seen:
+                sys.exit(f"doc_examples: {page.relative_to(ROOT)}: a second example with int main()")
+            programs_seen.append(page)
+            out.append(f"// {page.relative_to(ROOT)}, a whole program: at global scope\n{block}\n")
+        blocks = [block for block in blocks if block not in programs]
+        if not blocks:
             continue
         out.append(f"namespace {namespace} {{\n")
         for block in blocks:
