@@ -27,7 +27,7 @@ namespace reliability_test {
 DOCTEST_TEST_SUITE("reliability") {
 
 // ---------------------------------------------------------------------------------------------
-// Reading files: only what can be read (detail/read_file.hpp, shared by every reader)
+// Reading files: only what can be read (detail/io/read_file.hpp, shared by every reader)
 
 /// The message of the tracetorch::Error `read` throws ("" if none). If `read` blocks on the FIFO
 /// `fifo` (the bug this guards against), a helper thread opens the FIFO's writing end after 10 s

@@ -34,7 +34,7 @@ inline void collect_module_paths(const boost::json::value& node, std::set<std::s
   }
 }
 
-/// A trace JSON file, through the shared check (detail/read_file.hpp) like every reader.
+/// A trace JSON file, through the shared check (detail/io/read_file.hpp) like every reader.
 inline std::string read_text(const std::filesystem::path& path) {
   return tracetorch::detail::read_regular_file(path, tracetorch::detail::kMaxTraceJsonBytes, "a trace JSON file");
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// `Traced<Impl, Name>`: the class derived from a user's `Impl` whose `forward` has the exact
-/// signature of `Impl::forward` and hands the call to the attached observers (detail/call.hpp).
+/// signature of `Impl::forward` and hands the call to the attached observers (detail/module/call.hpp).
 
 #include <torch/torch.h>
 
@@ -52,7 +52,7 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
 }
 
 // The body of every traced entry point: one acquire load and one branch when nothing is
-// attached; otherwise the observers see the call (detail/call.hpp).
+// attached; otherwise the observers see the call (detail/module/call.hpp).
 #ifndef TRACETORCH_DISABLE
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
   if constexpr (::tracetorch::detail::any_debug_io_keywords<Types...>) {                          \

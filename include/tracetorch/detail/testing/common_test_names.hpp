@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The names of the common model tests and the skip-list entry type, in one place for the tests
-/// (detail/testing/registration.hpp) and the scanner; no doctest, no LibTorch.
+/// (tracetorch/testing/registration.hpp) and the scanner; no doctest, no LibTorch.
 
 #include <algorithm>
 #include <cstddef>
