@@ -49,7 +49,7 @@ Snapshot traced_alone(UserDirNet& model, int generation, bool use_repr) {
 
 /// The trace file the test turns into the user's directory, in each trace kind.
 std::string file_name_for(bool use_repr) {
-  return use_repr ? "UserDirNet_SUMMARY.json" : "UserDirNet.second_inputs_args_0.safetensors";
+  return use_repr ? "UserDirNet_debug_tree_SUMMARY.json" : "UserDirNet.second_inputs_args_0.safetensors";
 }
 
 /// Puts the user's directory, holding notes.txt, at `name` in `dbg` (removing a file there).
