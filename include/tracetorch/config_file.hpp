@@ -65,6 +65,34 @@ class ConfigFile {
     throw Error("tracetorch: " + name_ + ": \"" + std::string(key) + "\" " + what);
   }
 
+  /// Throws Error "tracetorch: FILE: what": a port's check of values that no one key holds
+  /// (sizes that overflow together, or need more memory than the machine has).
+  ///
+  /// \code
+  /// if (config.hidden_size % config.num_attention_heads != 0)
+  ///   file.fail("hidden_size", "is not a multiple of \"num_attention_heads\"");
+  /// if (!fits) file.fail("the sizes need about 3725.3 GiB, more than this machine's 23.5 GiB: refused");
+  /// \endcode
+  [[noreturn]] void fail(const std::string& what) const { throw Error("tracetorch: " + name_ + ": " + what); }
+
+  /// Runs `check()`, a port's own validation of what it read, and gives any tracetorch::Error it
+  /// throws this file's name ("tracetorch: FILE: <its message>") where the message lacks it, so
+  /// that a check written without the file (a port's validate(), a memory estimate) names it.
+  ///
+  /// \code
+  /// file.checked([&] { config.validate(); check_fits_in_memory(config, batch, seq); });
+  /// \endcode
+  template <class Check>
+  void checked(Check&& check) const {
+    try {
+      std::forward<Check>(check)();
+    } catch (const Error& error) {
+      const std::string_view message = error.what();
+      if (message.find(name_) != std::string_view::npos) throw;
+      fail(std::string(message.starts_with("tracetorch: ") ? message.substr(12) : message));
+    }
+  }
+
   /// The file's name as messages give it, and everything it holds.
   const std::string& name() const noexcept { return name_; }
   const boost::json::object& object() const noexcept { return object_; }

@@ -179,17 +179,26 @@ inline void check_exchangeable(const std::filesystem::path& target, const struct
 /// Name -> the entry of the current tree linked or copied into the staged one.
 using Carried = std::unordered_map<std::string, struct stat>;
 
+/// The refusal of a publish that would replace the directory `name` of the target by the
+/// staged entry of that name (with what it holds: the user's, never the publisher's to remove).
+[[noreturn]] inline void refuse_replacing_directory(const std::filesystem::path& target, const std::string& name) {
+  throw Error("tracetorch: cannot publish into " + target.string() + ": " + (target / name).string() +
+              " is a directory, and the new tree has a file of that name; a directory is never replaced: move it away. " +
+              target.string() + " is unchanged");
+}
+
 /// Carries over, before the exchange, each entry of the current tree (`from`, at `target`) that
 /// `carry_over` keeps and the staged tree (`to`) lacks: a hard link (a copy where links fail).
-/// Directories, and other entries that cannot be linked, are moved after the exchange.
+/// Directories, and other entries that cannot be linked, are moved after the exchange. A
+/// directory at a name the staged tree has is refused (refuse_replacing_directory).
 inline Carried link_carried_entries(int from, int to, const std::filesystem::path& target, const CarryOver& carry_over) {
   Carried carried;
   for (const auto& name : entries_of(from)) {
     struct stat info {};
-    if (!carry_over(name) || exists_at(to, name.c_str()) || ::fstatat(from, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 ||
-        S_ISDIR(info.st_mode)) {
-      continue;
-    }
+    const bool replaced = exists_at(to, name.c_str());
+    if ((!replaced && !carry_over(name)) || ::fstatat(from, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(info.st_mode) && replaced) refuse_replacing_directory(target, name);
+    if (replaced || S_ISDIR(info.st_mode)) continue;
     if (!injected_fault("link") && ::linkat(from, name.c_str(), to, name.c_str(), 0) == 0) {
       carried.emplace(name, info);
       continue;
@@ -249,6 +258,9 @@ inline std::string move_over_kept_entries(const StagedDirectory& replaced, int n
         moved = injected_fault("move over") ? -1 : ::renameat(replaced.fd(), name.c_str(), new_tree, name.c_str());
       } else if (!exists_at(new_tree, name.c_str())) {
         moved = injected_fault("move over") ? -1 : rename_at(replaced.fd(), name.c_str(), new_tree, name.c_str(), kRenameNoReplace);
+      } else if (S_ISDIR(now.st_mode) && failed.empty()) {  // made at a staged file's name after link_carried_entries
+        failed = name + " is a directory, and the new tree has a file of that name";
+        continue;
       }
       if (moved != 0 && errno != ENOENT && failed.empty()) {
         failed = (replaced.path() / name).string() + ": " + std::generic_category().message(errno);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -106,14 +107,36 @@ class Reader {
   torch::Tensor load(std::string_view name) const {
     const auto& wanted = info(name);
     const auto file = open_unchanged();
-    return read(file.get(), wanted);
+    return read(file.get(), wanted, 0, wanted.shape, wanted.end - wanted.begin);
+  }
+
+  /// Reads `count` elements of `name`, from its element `first` on in row-major order, as a 1-d
+  /// tensor of its dtype: a tensor larger than memory read a slice at a time (tracetorch-diff
+  /// compares tensor files so). Throws Error naming the file and tensor where the range is not
+  /// inside the tensor.
+  ///
+  /// \code
+  /// const auto n = reader.info("data").end - reader.info("data").begin;  // bytes; numel for U8
+  /// torch::Tensor head = reader.load_elements("data", 0, 1024);
+  /// \endcode
+  torch::Tensor load_elements(std::string_view name, std::int64_t first, std::int64_t count) const {
+    const auto& wanted = info(name);
+    const std::int64_t numel = c10::multiply_integers(wanted.shape);
+    if (first < 0 || count < 0 || first > numel || count > numel - first) {
+      throw Error("tracetorch: " + path_.string() + ": tensor " + detail::quoted_for_message(name) + " has " +
+                  std::to_string(numel) + " elements: elements " + std::to_string(first) + " to " +
+                  std::to_string(first + count) + " are not inside it");
+    }
+    const std::uint64_t size = c10::elementSize(wanted.dtype);
+    const auto file = open_unchanged();
+    return read(file.get(), wanted, std::uint64_t(first) * size, {count}, std::uint64_t(count) * size);
   }
 
   /// Reads every tensor, through one open file.
   std::map<std::string, torch::Tensor> load_all() const {
     std::map<std::string, torch::Tensor> out;
     const auto file = open_unchanged();
-    for (const auto& info : header_.tensors) out.emplace(info.name, read(file.get(), info));
+    for (const auto& info : header_.tensors) out.emplace(info.name, read(file.get(), info, 0, info.shape, info.end - info.begin));
     return out;
   }
 
@@ -127,15 +150,24 @@ class Reader {
     return std::move(file);
   }
 
-  torch::Tensor read(std::FILE* file, const TensorInfo& info) const {
+  /// Reads `bytes` bytes of `info`'s data from its byte `skip` on, as a tensor of `shape`.
+  torch::Tensor read(std::FILE* file, const TensorInfo& info, std::uint64_t skip, c10::IntArrayRef shape,
+                     std::uint64_t bytes) const {
     // BOOL is read as bytes and compared with 0: a stored byte other than 0/1 must not become
     // an invalid bool (the reference loader does the same via .to(torch.bool)).
     const bool is_bool = info.dtype == c10::ScalarType::Bool;
-    auto tensor = torch::empty(info.shape, torch::TensorOptions().dtype(is_bool ? c10::ScalarType::Byte : info.dtype));
-    if (info.end != info.begin) {
-      detail::read_exactly(file, path_, header_.data_start + info.begin, tensor.data_ptr(), info.end - info.begin);
+    torch::Tensor tensor;
+    try {
+      tensor = torch::empty(shape, torch::TensorOptions().dtype(is_bool ? c10::ScalarType::Byte : info.dtype));
+      if (bytes != 0) detail::read_exactly(file, path_, header_.data_start + info.begin + skip, tensor.data_ptr(), bytes);
+      return is_bool ? tensor.ne(0) : tensor;
+    } catch (const c10::Error& error) {  // "DefaultCPUAllocator: can't allocate memory": the file named
+      throw Error("tracetorch: " + path_.string() + ": cannot hold tensor " + detail::quoted_for_message(info.name) + " (" +
+                  std::to_string(bytes) + " bytes) in memory: " + error.what_without_backtrace());
+    } catch (const std::bad_alloc&) {
+      throw Error("tracetorch: " + path_.string() + ": cannot hold tensor " + detail::quoted_for_message(info.name) + " (" +
+                  std::to_string(bytes) + " bytes) in memory: out of memory");
     }
-    return is_bool ? tensor.ne(0) : tensor;
   }
 
   std::filesystem::path path_;

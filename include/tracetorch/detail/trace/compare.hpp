@@ -23,6 +23,7 @@
 #include "tracetorch/detail/trace/printed_numbers.hpp"
 #include "tracetorch/detail/trace/reader.hpp"
 #include "tracetorch/detail/trace/results.hpp"
+#include "tracetorch/detail/trace/tensor_chunks.hpp"
 #include "tracetorch/detail/trace/tensor_files.hpp"
 
 namespace tracetorch::detail {
@@ -158,16 +159,14 @@ inline std::pair<double, double> pair_tolerance(std::string_view a, std::string_
   return {std::max(options.atol, floor), std::max(options.rtol, floor)};
 }
 
-/// Two tensors of the same shape and comparable dtypes: from their files where both have one,
-/// else as printed.
+/// Two tensors of the same shape and comparable dtypes: from their files where both have one
+/// (a chunk at a time: tensor_chunks.hpp), else as printed.
 inline void compare_tensor_pair(const Trace& ref, const TraceSlot& r, const Trace& cand, const TraceSlot& c, TensorDiff& d,
                                 const Tolerance& tolerance) {
   std::tie(d.atol, d.rtol) = pair_tolerance(r.dtype, c.dtype, tolerance);
   ErrorAccumulator acc{d.atol, d.rtol};
   if (!r.file.empty() && !c.file.empty()) {
-    const auto b = load_trace_tensor(ref, r);
-    const auto a = load_trace_tensor(cand, c);
-    compare_tensors(a, b, acc);
+    for_each_chunk_pair(ref, r, cand, c, [&](const torch::Tensor& b, const torch::Tensor& a) { compare_tensors(a, b, acc); });
     acc.store(d);
   } else {
     d.printed = true;

@@ -27,19 +27,24 @@
 
 namespace tracetorch::detail {
 
+/// Checks a trace tensor's file (`path`, holding `sizes` of `type`) against what the JSON says.
+inline void check_trace_tensor(const Trace& trace, const TraceSlot& slot, const std::filesystem::path& path,
+                               c10::IntArrayRef sizes, c10::ScalarType type) {
+  if (sizes.vec() != slot.shape) {
+    throw Error("tracetorch: " + path.string() + ": holds shape " + shape_for_message(sizes.vec()) + " but " +
+                trace.json_file.string() + " says " + shape_for_message(slot.shape));
+  }
+  if (dtype_repr(type) != slot.dtype) {
+    throw Error("tracetorch: " + path.string() + ": holds " + dtype_repr(type) + " but " + trace.json_file.string() +
+                " says " + slot.dtype);
+  }
+}
+
 /// Loads a trace tensor's file and checks it against what the JSON says about it.
 inline torch::Tensor load_trace_tensor(const Trace& trace, const TraceSlot& slot) {
   const auto path = trace.dir / trace_format::tensor_file_name(slot.file);
   auto tensor = safetensors::load_single(path, trace_format::kTensorKey);
-  const std::vector<std::int64_t> sizes(tensor.sizes().begin(), tensor.sizes().end());
-  if (sizes != slot.shape) {
-    throw Error("tracetorch: " + path.string() + ": holds shape " + shape_for_message(sizes) + " but " +
-                trace.json_file.string() + " says " + shape_for_message(slot.shape));
-  }
-  if (dtype_repr(tensor.scalar_type()) != slot.dtype) {
-    throw Error("tracetorch: " + path.string() + ": holds " + dtype_repr(tensor.scalar_type()) + " but " +
-                trace.json_file.string() + " says " + slot.dtype);
-  }
+  check_trace_tensor(trace, slot, path, tensor.sizes(), tensor.scalar_type());
   return tensor;
 }
 
