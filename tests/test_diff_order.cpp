@@ -13,6 +13,8 @@
 
 #include "diff_helpers.hpp"
 
+#include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

@@ -9,6 +9,7 @@
 
 #include "diff_helpers.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>

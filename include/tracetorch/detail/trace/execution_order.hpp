@@ -22,8 +22,8 @@ namespace tracetorch::detail {
 using CallKey = std::pair<std::string, std::size_t>;
 
 /// A value's place in the reference's execution order. The reference's own event `o` is
-/// {o, 1, 0}; what comes just before it {o, 0, seq}, just after it {o, 2, seq}, `seq` keeping
-/// several such values in the candidate's order.
+/// {o, 1, 0}; what comes just before it {o, 0, seq}, `seq` keeping several such values in the
+/// candidate's order.
 struct ValueOrder {
   std::size_t major = 0, minor = 1, seq = 0;
   auto operator<=>(const ValueOrder&) const = default;
@@ -31,17 +31,18 @@ struct ValueOrder {
 
 inline ValueOrder reference_order_of(const TraceSlot& slot) { return {slot.order, 1, 0}; }
 
-/// Places what the candidate records alone: each after the candidate's nearest earlier event
-/// that has a partner in the reference (a paired value, or the start or end of a paired call),
-/// at that partner's place. So a value present on one side only stays with its call's inputs
-/// or outputs, and a call on one side only lies where it ran.
+/// Places what the candidate records alone: each just before the candidate's next event that
+/// has a partner in the reference (a paired value, or the start or end of a paired call), at
+/// that partner's place, after whatever the reference records alone there. So a value present
+/// on one side only stays with its call's inputs or outputs, and a call on one side only lies
+/// where it ran; with no paired event after it, after the whole reference.
 class CandidatePlacer {
  public:
   void paired_call(const TraceCall& ref, const TraceCall& cand) {
-    anchors_.push_back({{cand.enter_order, 0}, {ref.enter_order, 0, 0}});
-    anchors_.push_back({{cand.exit_order, 1}, {ref.exit_order, 2, 0}});
+    anchors_.push_back({{cand.enter_order, 0}, ref.enter_order});
+    anchors_.push_back({{cand.exit_order, 1}, ref.exit_order});
   }
-  void paired_value(const TraceSlot& ref, const TraceSlot& cand) { anchors_.push_back({{cand.order, 1}, {ref.order, 2, 0}}); }
+  void paired_value(const TraceSlot& ref, const TraceSlot& cand) { anchors_.push_back({{cand.order, 1}, ref.order}); }
 
   /// Where the candidate's event at `cand_order` (a value's order, or a call's start) goes.
   /// Call once every pair is known, with the candidate's one-sided events in its execution order.
@@ -51,16 +52,14 @@ class CandidatePlacer {
       sorted_ = true;
     }
     const std::pair<std::size_t, std::size_t> at{cand_order, 1};
-    const auto after = std::lower_bound(anchors_.begin(), anchors_.end(), at, [](const Anchor& a, const auto& p) { return a.at < p; });
-    ValueOrder order = after == anchors_.begin() ? ValueOrder{0, 0, 0} : std::prev(after)->place;
-    order.seq = ++seq_;
-    return order;
+    const auto next = std::upper_bound(anchors_.begin(), anchors_.end(), at, [](const auto& p, const Anchor& a) { return p < a.at; });
+    return {next == anchors_.end() ? std::numeric_limits<std::size_t>::max() : next->reference_order, 0, ++seq_};
   }
 
  private:
   struct Anchor {
     std::pair<std::size_t, std::size_t> at;  ///< the candidate's event: {order, 0} a call's start, {order, 1} a value or a call's end
-    ValueOrder place;                        ///< just after its partner in the reference
+    std::size_t reference_order;             ///< its partner's order in the reference
   };
   std::vector<Anchor> anchors_;
   bool sorted_ = false;
