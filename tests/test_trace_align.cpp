@@ -117,8 +117,8 @@ DOCTEST_TEST_CASE("values pair by location: one-sided values stay with their cal
                                                             "A outputs ok", "B inputs.args.0 ok",
                                                             "B outputs.0 ok", "B outputs.1 only in reference"});
   DOCTEST_CHECK(alignment.missing_calls.empty());
-  DOCTEST_CHECK(!alignment.values[2].diff.is_tensor);  // the candidate's value says what it is
-  DOCTEST_CHECK(!alignment.values[2].diff.naming_differs());
+  DOCTEST_CHECK(!alignment.values[1].diff.is_tensor);  // the candidate's value says what it is
+  DOCTEST_CHECK(!alignment.values[1].diff.naming_differs());
 }
 
 DOCTEST_TEST_CASE("a call on the candidate's side only lies where it ran; calls in another order among their siblings are order differences") {
