@@ -63,7 +63,7 @@ DOCTEST_TEST_CASE("every mismatch kind is counted: a non-tensor value, calls on 
   DOCTEST_CHECK(first_divergence(report) == "M.a outputs.1");
   DOCTEST_CHECK(report.tensors[*report.first_divergence].kind() == tracetorch::DiffKind::non_tensor);
   DOCTEST_CHECK(contains(text, "differences: tensors out of tolerance 0, non-tensor values 1, shape 0, structure 0, "
-                               "dtype 0; values only in reference 0, only in candidate 0; module calls only in "
+                               "dtype 0, calls out of order 0; values only in reference 0, only in candidate 0; module calls only in "
                                "reference 1, only in candidate 1 (of 2 tensors and 1 other values)"));
   DOCTEST_CHECK(contains(text, "verdict: differences 3, accepted 0, not accepted 3: diverges"));
   // The worst-modules table: the missing calls and the non-tensor mismatch first, marked as such,

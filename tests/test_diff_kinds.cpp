@@ -65,7 +65,7 @@ DOCTEST_TEST_CASE("one difference of each kind: each counted once, and the summa
   DOCTEST_CHECK(n.of(DiffKind::missing_value) == 2);
   DOCTEST_CHECK(n.of(DiffKind::missing_call) == 2);
   DOCTEST_CHECK((n.not_accepted == 9 && n.accepted == 0));
-  DOCTEST_CHECK(contains(text, "differences: tensors out of tolerance 1, non-tensor values 1, shape 1, structure 1, dtype 1; "
+  DOCTEST_CHECK(contains(text, "differences: tensors out of tolerance 1, non-tensor values 1, shape 1, structure 1, dtype 1, calls out of order 0; "
                                "values only in reference 1, only in candidate 1; module calls only in reference 1, "
                                "only in candidate 1 (of 12 tensors and 2 other values)\n"));
   DOCTEST_CHECK(contains(text, "verdict: differences 9, accepted 0, not accepted 9: diverges\n"));

@@ -38,6 +38,7 @@ struct TraceBuilder {
   TraceBuilder& call(const std::string& path, std::vector<TraceSlot> inputs, std::vector<TraceSlot> outputs = {}) {
     TraceCall c;
     c.module_path = path;
+    c.enter_order = order;
     for (auto& s : inputs) {
       s.order = order++;
       // "inputs.kwargs.mask.0" -> top-level input "kwargs.mask"
@@ -105,18 +106,51 @@ DOCTEST_TEST_CASE("the k-th call of a path meets the k-th, and an extra call's v
   DOCTEST_CHECK((reverse.missing_calls.size() == 1 && reverse.missing_calls[0].in_reference));
 }
 
-DOCTEST_TEST_CASE("values pair by location: one-sided values stay in their call, the candidate's at the call's end") {
+DOCTEST_TEST_CASE("values pair by location: one-sided values stay with their call's inputs or outputs") {
   TraceBuilder ref, cand;
   ref.call("A", {slot("inputs.args.0")}, {slot("outputs")}).call("B", {slot("inputs.args.0")}, {slot("outputs.0"), slot("outputs.1")});
   cand.call("A", {slot("inputs.args.0"), slot("inputs.kwargs.mask", "None")}, {slot("outputs")})
       .call("B", {slot("inputs.args.0")}, {slot("outputs.0")});
   const auto alignment = tracetorch::detail::align_traces(ref.trace, cand.trace, same_name);
-  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"A inputs.args.0 ok", "A outputs ok",
-                                                            "A inputs.kwargs.mask only in candidate", "B inputs.args.0 ok",
+  // The candidate's mask is one of A's inputs: it comes before A's outputs (issue 39).
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"A inputs.args.0 ok", "A inputs.kwargs.mask only in candidate",
+                                                            "A outputs ok", "B inputs.args.0 ok",
                                                             "B outputs.0 ok", "B outputs.1 only in reference"});
   DOCTEST_CHECK(alignment.missing_calls.empty());
-  DOCTEST_CHECK(!alignment.values[2].diff.is_tensor);  // the candidate's value says what it is
-  DOCTEST_CHECK(!alignment.values[2].diff.naming_differs());
+  DOCTEST_CHECK(!alignment.values[1].diff.is_tensor);  // the candidate's value says what it is
+  DOCTEST_CHECK(!alignment.values[1].diff.naming_differs());
+}
+
+DOCTEST_TEST_CASE("a call on the candidate's side only lies where it ran; calls in another order among their siblings are order differences") {
+  TraceBuilder ref, cand;
+  ref.call("A", {slot("inputs.args.0")}).call("C", {slot("inputs.args.0")});
+  cand.call("A", {slot("inputs.args.0")}).call("B", {slot("inputs.args.0")}).call("C", {slot("inputs.args.0")});
+  auto alignment = tracetorch::detail::align_traces(ref.trace, cand.trace, same_name);
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"A inputs.args.0 ok", "B inputs.args.0 only in candidate (call missing)",
+                                                            "C inputs.args.0 ok"});
+
+  // C ran first: one call out of order, placed where the orders part (at A's start), both orders kept.
+  TraceBuilder moved;
+  moved.call("C", {slot("inputs.args.0")}).call("A", {slot("inputs.args.0")});
+  alignment = tracetorch::detail::align_traces(ref.trace, moved.trace, same_name);
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"C order differs", "A inputs.args.0 ok", "C inputs.args.0 ok"});
+  const auto& order = alignment.values[0].diff;
+  DOCTEST_CHECK(order.kind() == tracetorch::DiffKind::order);
+  DOCTEST_CHECK((order.reference_order == std::vector<std::string>{"A", "C"} && order.candidate_order == std::vector<std::string>{"C", "A"}));
+  DOCTEST_CHECK((alignment.values[0].reference == nullptr && alignment.values[0].candidate == nullptr));
+
+  // Calls of one path keep their numbers: f's second call ran before g.
+  TraceBuilder fgf, ffg;
+  fgf.call("f", {slot("inputs.args.0")}).call("g", {slot("inputs.args.0")}).call("f", {slot("inputs.args.0")});
+  ffg.call("f", {slot("inputs.args.0")}).call("f", {slot("inputs.args.0")}).call("g", {slot("inputs.args.0")});
+  alignment = tracetorch::detail::align_traces(fgf.trace, ffg.trace, same_name);
+  std::vector<std::string> out_of_order;
+  for (const auto& v : alignment.values) {
+    if (v.diff.is_order()) out_of_order.push_back(v.diff.where() + ": " + v.diff.candidate_order[1]);
+  }
+  DOCTEST_CHECK(out_of_order == std::vector<std::string>{"f (call 2): f (call 2)"});
+  // The same order on both sides: nothing.
+  DOCTEST_CHECK(tracetorch::detail::align_traces(fgf.trace, fgf.trace, same_name).values.size() == 3);
 }
 
 DOCTEST_TEST_CASE("renames apply to both sides before calls are numbered") {
@@ -186,12 +220,13 @@ DOCTEST_TEST_CASE("an argument-name rule aligns args.N with kwargs.NAME where th
   python.call("M.layers.0.attn", {slot("inputs.kwargs.pe.0"), slot("inputs.kwargs.pe.1"), slot("inputs.kwargs.hidden_states")},
               {slot("outputs")});
   auto alignment = tracetorch::detail::align_traces(port.trace, python.trace, same_name);
+  // Each side's inputs before the call's outputs (issue 39), the reference's first.
   DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{
                                        "M.layers.0.attn inputs.args.0 only in reference", "M.layers.0.attn inputs.args.1.0 only in reference",
-                                       "M.layers.0.attn inputs.args.1.1 only in reference", "M.layers.0.attn outputs ok",
+                                       "M.layers.0.attn inputs.args.1.1 only in reference",
                                        "M.layers.0.attn inputs.kwargs.pe.0 only in candidate",
                                        "M.layers.0.attn inputs.kwargs.pe.1 only in candidate",
-                                       "M.layers.0.attn inputs.kwargs.hidden_states only in candidate"});
+                                       "M.layers.0.attn inputs.kwargs.hidden_states only in candidate", "M.layers.0.attn outputs ok"});
 
   std::vector<tracetorch::ArgNamesRule> rules{names_rule("M.layers.*.mlp", {"x"}, 1), names_rule("M.layers.*", {"hidden_states", "pe"}, 2)};
   alignment = tracetorch::detail::align_traces(port.trace, python.trace, same_name, rules);
@@ -243,8 +278,9 @@ DOCTEST_TEST_CASE("a rule that contradicts the recorded order wins, and the orde
   TraceBuilder other;
   other.call("M.attn", {slot("inputs.kwargs.x"), slot("inputs.kwargs.attention_mask")});
   alignment = tracetorch::detail::align_traces(port.trace, other.trace, same_name, rules);
-  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"M.attn inputs.args.0 only in reference", "M.attn inputs.args.1 ok",
-                                                            "M.attn inputs.kwargs.x only in candidate"});
+  // kwargs.x came before the paired input on the candidate's side: so it lies here.
+  DOCTEST_CHECK(rows(alignment) == std::vector<std::string>{"M.attn inputs.args.0 only in reference",
+                                                            "M.attn inputs.kwargs.x only in candidate", "M.attn inputs.args.1 ok"});
   DOCTEST_CHECK(alignment.values[0].diff.order_location == "inputs.kwargs.x");
   DOCTEST_CHECK(alignment.values[0].diff.naming_rule == 0u);
   alignment = tracetorch::detail::align_traces(other.trace, port.trace, same_name, rules);

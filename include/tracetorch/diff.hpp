@@ -23,14 +23,19 @@
 /// printed as Python would print it and compared as printed.
 ///
 /// Every difference has a DiffKind and is counted; reviewed ones can be accepted by rules
-/// (AcceptRule: reported with their reason, not failing). A value passed as `args.N` on one side
+/// (AcceptRule: reported with their reason, not failing). A call present on both sides that
+/// ran in another order among its siblings is a difference too (DiffKind::order: g++ evaluates
+/// `a(x) * b(x)` right to left). A value that a trace's file does not hold (transformers keeps
+/// one file per module path, so a repeated call overwrites the earlier calls' files) is counted
+/// as overwritten, not compared, and not failing. A value passed as `args.N` on one side
 /// and `kwargs.NAME` on the other is aligned by an argument-name rule (ArgNamesRule) where one
 /// names it, else by its position among the call's inputs; a bf16 or
 /// fp16 tensor against an fp32 one is compared at the lower precision's tolerance. The root's
 /// outputs, left out of the JSON by the debugger, are read from their files.
 ///
 /// The parts, in include/tracetorch/detail/trace/: format.hpp (the trace format's names),
-/// reader.hpp (reading a trace), align.hpp (aligning two), compare.hpp (comparing aligned
+/// reader.hpp (reading a trace), overwritten_files.hpp (files several values name), align.hpp
+/// (aligning two), execution_order.hpp (one order for both, calls out of order), compare.hpp (comparing aligned
 /// values), accept.hpp (accept rules), arg_names.hpp (argument-name rules), rules_file.hpp (the
 /// rules files' lines and globs), rename.hpp (--map), results.hpp and report*.hpp (what
 /// a diff finds, and its text and JSON forms).
@@ -51,6 +56,8 @@
 #include "tracetorch/detail/trace/align.hpp"
 #include "tracetorch/detail/trace/arg_names.hpp"
 #include "tracetorch/detail/trace/compare.hpp"
+#include "tracetorch/detail/trace/execution_order.hpp"
+#include "tracetorch/detail/trace/overwritten_files.hpp"
 #include "tracetorch/detail/trace/reader.hpp"
 #include "tracetorch/detail/trace/rename.hpp"
 #include "tracetorch/detail/trace/report.hpp"
@@ -112,6 +119,8 @@ inline DiffReport diff_traces(const std::filesystem::path& reference, const std:
   const auto candidate_lock = detail::lock_trace_for_reading(candidate);
   auto ref = detail::parse_trace_file(detail::resolve_trace_path(reference));
   auto cand = detail::parse_trace_file(detail::resolve_trace_path(candidate));
+  detail::mark_overwritten_values(ref);
+  detail::mark_overwritten_values(cand);
 
   DiffReport report;
   report.reference_file = ref.json_file;

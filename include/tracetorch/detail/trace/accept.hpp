@@ -22,10 +22,12 @@ namespace tracetorch {
 ///     # PATTERN                                           KIND        REASON
 ///     LlamaModel.layers.*.self_attn:inputs.kwargs.past_key_values  non-tensor  the port's cache prints another repr
 ///     LlamaModel.rotary_emb                               missing-call  the port computes the rotary table inline
+///     LlamaModel.layers.*.mlp.up_proj                     order       reviewed: its operands are independent
 ///
 /// PATTERN is MODULE or MODULE:VALUE, globs (`*` any run of characters, dots included; `?` one
-/// character) over the module path (after --map) and the value's place in the call; KIND is one
-/// of DiffKind's names; REASON, the rest of the line, is required. A matching difference is
+/// character) over the module path (after --map) and the value's place in the call (a
+/// missing-call or order rule names a module only: the call that is missing, or that ran in
+/// another order among its siblings); KIND is one of DiffKind's names; REASON, the rest of the line, is required. A matching difference is
 /// reported as accepted with its reason and does not count as a divergence.
 struct AcceptRule : RuleLocation {
   std::string module_pattern;
@@ -96,8 +98,9 @@ inline AcceptRule parse_line(std::string_view line, const RuleLocation& where) {
     throw fail("unknown kind \"" + std::string(kind) + "\" (one of " + names + ")");
   }
   rule.kind = *known;
-  if (rule.kind == DiffKind::missing_call && !rule.value_pattern.empty()) {
-    throw fail("a missing-call rule names a module, not a value: \"" + std::string(pattern) + "\"");
+  if ((rule.kind == DiffKind::missing_call || rule.kind == DiffKind::order) && !rule.value_pattern.empty()) {
+    throw fail(std::string(rule.kind == DiffKind::order ? "an order" : "a missing-call") + " rule names a module, not a value: \"" +
+               std::string(pattern) + "\"");
   }
   // An accepted difference must say why it is acceptable: that is what makes it reviewed.
   if (rule.reason.empty()) throw fail("a rule needs a reason after its kind");

@@ -3,7 +3,8 @@
 /// Aligning two parsed traces, no file read: calls by (renamed) module path and call order,
 /// values by their place in the call, and a value passed as args.N on one side and as
 /// kwargs.NAME on the other by an argument-name rule (arg_names.hpp) where one names it, else
-/// by its position among the call's inputs.
+/// by its position among the call's inputs. Everything in one execution order, calls that ran
+/// in another order among their siblings included (execution_order.hpp).
 
 #include <algorithm>
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "tracetorch/detail/trace/arg_names.hpp"
+#include "tracetorch/detail/trace/execution_order.hpp"
 #include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/detail/trace/reader.hpp"
 #include "tracetorch/detail/trace/results.hpp"
@@ -25,7 +27,7 @@ namespace tracetorch::detail {
 
 /// One value of an aligned call (or of a call on one side only), before its values are compared.
 struct AlignedValue {
-  std::pair<std::size_t, std::size_t> order;  ///< execution order: the reference's, the candidate's extras after
+  ValueOrder order;  ///< execution order: the reference's, with what the candidate records alone placed in it
   TensorDiff diff;  ///< placed and named; status only_in_* for a value on one side
   const TraceSlot* reference = nullptr;
   const TraceSlot* candidate = nullptr;
@@ -35,9 +37,6 @@ struct Alignment {
   std::vector<AlignedValue> values;  ///< in execution order
   std::vector<CallDiff> missing_calls;
 };
-
-/// A call's place in its trace: its (renamed) module path and its number among that path's calls (1, 2, ...).
-using CallKey = std::pair<std::string, std::size_t>;
 
 /// "inputs.<key>": where the values of the top-level input `key` ("args.0", "kwargs.mask") lie.
 inline std::string input_location(const std::string& key) {
@@ -108,7 +107,7 @@ inline std::vector<const TraceSlot*> all_slots(const TraceCall& call) {
 }
 
 /// Appends one value: `reference` or `candidate` is null for a value on one side only.
-inline void add_value(Alignment& out, std::pair<std::size_t, std::size_t> order, const CallKey& key, const TraceSlot* reference,
+inline void add_value(Alignment& out, ValueOrder order, const CallKey& key, const TraceSlot* reference,
                       const TraceSlot* candidate, DiffStatus status, bool call_missing) {
   const TraceSlot* some = reference != nullptr ? reference : candidate;
   TensorDiff d;
@@ -124,12 +123,14 @@ inline void add_value(Alignment& out, std::pair<std::size_t, std::size_t> order,
 }
 
 /// A call on one side only: the call, and each of its values, missing from the other side.
-/// Its values are placed at their own order, after `order_offset` (the candidate's after the reference's).
-inline void add_one_sided_call(Alignment& out, const TraceCall& call, const CallKey& key, bool in_reference, std::size_t order_offset) {
+/// The reference's values are placed at their own order; the candidate's are placed later
+/// (CandidatePlacer), once every pair is known.
+inline void add_one_sided_call(Alignment& out, const TraceCall& call, const CallKey& key, bool in_reference) {
   out.missing_calls.push_back({key.first, key.second, in_reference, std::nullopt});
   const auto status = in_reference ? DiffStatus::only_in_reference : DiffStatus::only_in_candidate;
   for (const auto* slot : all_slots(call)) {
-    add_value(out, {order_offset + slot->order, 0}, key, in_reference ? slot : nullptr, in_reference ? nullptr : slot, status, true);
+    add_value(out, in_reference ? reference_order_of(*slot) : ValueOrder{}, key, in_reference ? slot : nullptr,
+              in_reference ? nullptr : slot, status, true);
   }
 }
 
@@ -193,10 +194,11 @@ inline Partner find_partner(const TraceCall& call, const TraceCall& other, const
 }
 
 /// The values of two aligned calls, paired by location, then args.N against kwargs.NAME (by
-/// the call's argument-name rule, or by position); the candidate's values left over come after
-/// the reference call's last event.
+/// the call's argument-name rule, or by position); the pairs are told to `placer`, and the
+/// candidate's values left over are placed later, once every pair is known.
 inline void align_call_values(Alignment& out, const TraceCall& call, const TraceCall& other, const CallKey& key,
-                              const CallNaming& naming = {}) {
+                              CandidatePlacer& placer, const CallNaming& naming = {}) {
+  placer.paired_call(call, other);
   std::map<std::string, const TraceSlot*> other_slots;
   for (const auto* slot : all_slots(other)) other_slots.emplace(slot->location, slot);
   for (const auto* slot : all_slots(call)) {
@@ -208,9 +210,10 @@ inline void align_call_values(Alignment& out, const TraceCall& call, const Trace
       if (!partner.location.empty()) match = other_slots.find(partner.location);
     }
     if (match == other_slots.end()) {
-      add_value(out, {slot->order, 0}, key, slot, nullptr, DiffStatus::only_in_reference, false);
+      add_value(out, reference_order_of(*slot), key, slot, nullptr, DiffStatus::only_in_reference, false);
     } else {
-      add_value(out, {slot->order, 0}, key, slot, match->second, DiffStatus::within_tolerance, false);
+      add_value(out, reference_order_of(*slot), key, slot, match->second, DiffStatus::within_tolerance, false);
+      placer.paired_value(*slot, *match->second);
       other_slots.erase(match);
     }
     if (partner.by_rule && (out.values.back().diff.naming_differs() || !partner.order_location.empty())) {
@@ -219,10 +222,37 @@ inline void align_call_values(Alignment& out, const TraceCall& call, const Trace
       ++naming.rule->matched;
     }
   }
-  std::size_t extra = 0;
   for (const auto* slot : all_slots(other)) {
     if (other_slots.count(slot->location) == 0) continue;
-    add_value(out, {call.exit_order, ++extra}, key, nullptr, slot, DiffStatus::only_in_candidate, false);
+    add_value(out, ValueOrder{}, key, nullptr, slot, DiffStatus::only_in_candidate, false);
+  }
+}
+
+/// Places the candidate's one-sided values (those with no reference slot), in its execution order.
+inline void place_candidate_values(Alignment& out, CandidatePlacer& placer) {
+  std::vector<AlignedValue*> alone;
+  for (auto& value : out.values) {
+    if (value.reference == nullptr) alone.push_back(&value);
+  }
+  std::sort(alone.begin(), alone.end(), [](const AlignedValue* a, const AlignedValue* b) { return a->candidate->order < b->candidate->order; });
+  for (auto* value : alone) value->order = placer.place(value->candidate->order);
+}
+
+/// Sorts the calls on one side only into execution order, each at its start (`orders`, parallel).
+inline void sort_missing_calls(Alignment& out, const std::vector<ValueOrder>& orders) {
+  std::vector<std::size_t> index(orders.size());
+  for (std::size_t i = 0; i < index.size(); ++i) index[i] = i;
+  std::stable_sort(index.begin(), index.end(), [&](std::size_t a, std::size_t b) { return orders[a] < orders[b]; });
+  std::vector<CallDiff> sorted;
+  for (const auto i : index) sorted.push_back(std::move(out.missing_calls[i]));
+  out.missing_calls = std::move(sorted);
+}
+
+/// Where a value's file holds another call's value (TraceSlot::overwritten_by), that call's number.
+inline void note_overwritten(Alignment& out, const std::vector<CallKey>& ref_keys, const std::vector<CallKey>& cand_keys) {
+  for (auto& value : out.values) {
+    if (value.reference != nullptr && value.reference->overwritten_by) value.diff.reference_file_holds_call = ref_keys[*value.reference->overwritten_by].second;
+    if (value.candidate != nullptr && value.candidate->overwritten_by) value.diff.candidate_file_holds_call = cand_keys[*value.candidate->overwritten_by].second;
   }
 }
 
@@ -236,24 +266,34 @@ inline Alignment align_traces(const Trace& ref, const Trace& cand, const std::fu
   const auto cand_keys = number_calls(cand, rename);
   std::map<CallKey, std::size_t> cand_index;
   for (std::size_t i = 0; i < cand_keys.size(); ++i) cand_index.emplace(cand_keys[i], i);
-  std::size_t after_reference = 0;
-  for (const auto& call : ref.calls) after_reference = std::max(after_reference, call.exit_order + 1);
 
   Alignment out;
+  CandidatePlacer placer;
+  std::vector<std::size_t> match(ref.calls.size(), call_order::kNone);
   std::vector<bool> cand_matched(cand.calls.size(), false);
+  std::vector<ValueOrder> missing_call_orders;
   for (std::size_t i = 0; i < ref.calls.size(); ++i) {
     const auto found = cand_index.find(ref_keys[i]);
     if (found == cand_index.end()) {
-      add_one_sided_call(out, ref.calls[i], ref_keys[i], true, 0);
+      add_one_sided_call(out, ref.calls[i], ref_keys[i], true);
+      missing_call_orders.push_back({ref.calls[i].enter_order, 0, 0});
       continue;
     }
+    match[i] = found->second;
     cand_matched[found->second] = true;
     const auto& other = cand.calls[found->second];
-    align_call_values(out, ref.calls[i], other, ref_keys[i], call_naming(arg_names, ref_keys[i].first, other));
+    align_call_values(out, ref.calls[i], other, ref_keys[i], placer, call_naming(arg_names, ref_keys[i].first, other));
   }
   for (std::size_t j = 0; j < cand.calls.size(); ++j) {
-    if (!cand_matched[j]) add_one_sided_call(out, cand.calls[j], cand_keys[j], false, after_reference);
+    if (!cand_matched[j]) add_one_sided_call(out, cand.calls[j], cand_keys[j], false);
   }
+  place_candidate_values(out, placer);
+  for (std::size_t j = 0; j < cand.calls.size(); ++j) {
+    if (!cand_matched[j]) missing_call_orders.push_back(placer.place(cand.calls[j].enter_order));
+  }
+  sort_missing_calls(out, missing_call_orders);
+  note_overwritten(out, ref_keys, cand_keys);
+  for (auto& [order, diff] : sibling_order_differences(ref, cand, ref_keys, match)) out.values.push_back({order, std::move(diff)});
   std::stable_sort(out.values.begin(), out.values.end(),
                    [](const AlignedValue& a, const AlignedValue& b) { return a.order < b.order; });
   return out;

@@ -194,6 +194,10 @@ inline TensorDiff compare_value(const Trace& ref, const Trace& cand, AlignedValu
     d.status = DiffStatus::shape_mismatch;
   } else if (r->dtype != c->dtype && !comparable_across_dtypes(r->dtype, c->dtype)) {
     d.status = DiffStatus::dtype_mismatch;
+  } else if (r->overwritten_by || c->overwritten_by) {
+    // Its file holds another call's tensor: the shape and dtype recorded in the JSON are all
+    // there is to compare, never that other call's numbers.
+    d.status = DiffStatus::overwritten;
   } else {
     compare_tensor_pair(ref, *r, cand, *c, d, tolerance);
   }

@@ -41,6 +41,9 @@ struct TraceSlot {
   std::string text;
   /// Not in the JSON: a root output found as its file (the debugger leaves a root's outputs out).
   bool from_file_only = false;
+  /// Set where `file` is shared with other values and holds another one's tensor (a repeated
+  /// call overwrote it): the index in Trace::calls of the call whose value the file holds.
+  std::optional<std::size_t> overwritten_by;
 };
 
 /// One module call; `inputs` are recorded when it starts, `outputs` when it returns (after
@@ -48,6 +51,7 @@ struct TraceSlot {
 struct TraceCall {
   std::string module_path;
   std::size_t depth = 0;       ///< 0 for the root
+  std::size_t enter_order = 0;  ///< the order its first event takes (its first input's, or a child's): where it starts
   std::size_t exit_order = 0;  ///< order just after its outputs: where its last event lies
   std::vector<TraceSlot> inputs, outputs;
   /// The call's top-level inputs in recorded order, "args.0", "kwargs.mask": a value's position
@@ -106,6 +110,7 @@ class TraceParser {
     trace.calls.emplace_back();
     trace.calls[index].module_path = std::string(path->get_string());
     trace.calls[index].depth = depth;
+    trace.calls[index].enter_order = next_order_;
     // Cut short for messages: a copy goes into each child's and value's message context, and
     // a long path copied whole per value would cost time quadratic in the file's size.
     const std::string call = "module " + cut_short(trace.calls[index].module_path);

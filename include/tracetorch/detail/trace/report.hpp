@@ -32,6 +32,8 @@ struct ModuleDiff {
   std::size_t diverging = 0;                  ///< of those, how many diverge (not accepted), any kind
   std::size_t accepted = 0;                   ///< differences accepted by a rule
   std::size_t non_tensor_mismatches = 0, structural_mismatches = 0, values_on_one_side = 0;  ///< not accepted
+  std::size_t calls_out_of_order = 0;  ///< not accepted: this path's calls that ran in another order among their siblings
+  std::size_t overwritten = 0;         ///< values not compared: a trace's file holds another call's value
   std::size_t calls_only_in_reference = 0, calls_only_in_candidate = 0;  ///< not accepted
   std::size_t accepted_calls_only_in_reference = 0, accepted_calls_only_in_candidate = 0;
   std::int64_t compared = 0, out_of_tolerance = 0;
@@ -52,6 +54,9 @@ struct DiffCounts {
   std::size_t naming_by_rule = 0;   ///< of those, aligned by an argument-name rule (the rest by position)
   std::size_t rule_over_order = 0;  ///< values an argument-name rule paired otherwise than the recorded order would
   std::size_t across_dtypes = 0;  ///< tensors compared across dtypes, bf16 against fp32 (not differences)
+  /// Values not compared because that side's file holds another call's value (a Python trace's
+  /// repeated call overwrote it): not differences. A value overwritten on both sides counts in both.
+  std::size_t overwritten_in_reference = 0, overwritten_in_candidate = 0;
   std::size_t accepted = 0, not_accepted = 0;
 
   std::size_t of(DiffKind kind) const { return by_kind[static_cast<std::size_t>(kind)]; }
@@ -68,10 +73,12 @@ struct DiffReport {
   std::vector<ArgNamesRule> arg_names;  ///< DiffOptions::arg_names, each with its `calls` and `matched` counts
   std::vector<std::string> notes;  ///< what was not compared, and why
   std::size_t reference_calls = 0, candidate_calls = 0;
-  std::vector<TensorDiff> tensors;  ///< in execution order (the reference's; the candidate's extra calls last)
+  /// Every compared value and every call out of order (TensorDiff::is_order), in execution
+  /// order: the reference's, with what the candidate records alone where the candidate ran it.
+  std::vector<TensorDiff> tensors;
   std::vector<CallDiff> missing_calls;  ///< in the same order
   std::vector<std::string> only_in_reference, only_in_candidate;  ///< module calls, "path" or "path (call 2)"
-  std::optional<std::size_t> first_divergence;  ///< index into tensors: the first value that diverges
+  std::optional<std::size_t> first_divergence;  ///< index into tensors: the first value (or call out of order) that diverges
 
   DiffCounts counts() const;
   /// No difference that a rule does not accept: the tool exits 0.
@@ -139,7 +146,16 @@ inline DiffCounts DiffReport::counts() const {
   DiffCounts out;
   for (const auto& t : tensors) {
     if (t.call_missing) continue;  // counted once, as its call
+    if (t.is_order()) {  // a call, not a value
+      ++out.by_kind[static_cast<std::size_t>(DiffKind::order)];
+      ++(t.accepted_by ? out.accepted : out.not_accepted);
+      continue;
+    }
     ++(t.is_tensor ? out.tensors : out.other_values);
+    if (t.status == DiffStatus::overwritten) {
+      out.overwritten_in_reference += t.reference_file_holds_call > 0 ? 1 : 0;
+      out.overwritten_in_candidate += t.candidate_file_holds_call > 0 ? 1 : 0;
+    }
     out.naming += t.naming_differs() ? 1 : 0;
     out.naming_by_rule += t.naming_differs() && t.naming_rule ? 1 : 0;
     out.rule_over_order += t.rule_over_order() ? 1 : 0;
@@ -169,6 +185,8 @@ inline std::string ModuleDiff::note() const {
   if (values_on_one_side > 0) parts.push_back(count(values_on_one_side, "1 value on one side only", "values on one side only"));
   if (non_tensor_mismatches > 0) parts.push_back(count(non_tensor_mismatches, "1 non-tensor value differs", "non-tensor values differ"));
   if (structural_mismatches > 0) parts.push_back(count(structural_mismatches, "1 shape/dtype/structure mismatch", "shape/dtype/structure mismatches"));
+  if (calls_out_of_order > 0) parts.push_back(count(calls_out_of_order, "call out of order", "calls out of order"));
+  if (overwritten > 0) parts.push_back(count(overwritten, "1 value overwritten in a trace, not compared", "values overwritten in a trace, not compared"));
   // An accepted missing call is still said to be missing: the table must not read as a match.
   if (accepted_calls_only_in_reference > 0) parts.push_back("call only in reference, accepted");
   if (accepted_calls_only_in_candidate > 0) parts.push_back("call only in candidate, accepted");
@@ -190,7 +208,8 @@ inline std::vector<ModuleDiff> DiffReport::modules() const {
   const auto nan_max = [](double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b); };
   for (const auto& t : tensors) {
     auto& m = row(t.module_path);
-    ++(t.is_tensor ? m.tensors : m.other_values);
+    if (!t.is_order()) ++(t.is_tensor ? m.tensors : m.other_values);
+    m.overwritten += t.status == DiffStatus::overwritten ? 1 : 0;
     m.diverging += t.diverges() ? 1 : 0;
     m.accepted += t.mismatched() && t.accepted_by && !t.call_missing ? 1 : 0;
     m.compared += t.compared;
@@ -205,6 +224,7 @@ inline std::vector<ModuleDiff> DiffReport::modules() const {
     m.non_tensor_mismatches += kind == DiffKind::non_tensor ? 1 : 0;
     m.structural_mismatches += kind == DiffKind::shape || kind == DiffKind::dtype || kind == DiffKind::structure ? 1 : 0;
     m.values_on_one_side += kind == DiffKind::missing_value ? 1 : 0;
+    m.calls_out_of_order += kind == DiffKind::order ? 1 : 0;
     // Structural and non-tensor mismatches, and missing values, rank above any numeric error.
     if (kind != DiffKind::values) m.tolerance_ratio = HUGE_VAL;
   }

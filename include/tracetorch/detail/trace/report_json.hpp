@@ -33,6 +33,13 @@ inline void options(const DiffReport& report, boost::json::object& out) {
   out["notes"] = boost::json::array(report.notes.begin(), report.notes.end());
 }
 
+/// A call out of order: its parent and both orders of the parent's calls.
+inline void add_order(const TensorDiff& t, boost::json::object& row) {
+  row["order_parent"] = t.order_parent;
+  row["reference_order"] = boost::json::array(t.reference_order.begin(), t.reference_order.end());
+  row["candidate_order"] = boost::json::array(t.candidate_order.begin(), t.candidate_order.end());
+}
+
 /// The verdict, the differences counted, and where the first divergence is.
 inline void verdict(const DiffReport& report, boost::json::object& out) {
   const auto n = report.counts();
@@ -46,12 +53,15 @@ inline void verdict(const DiffReport& report, boost::json::object& out) {
       {"calls_only_in_reference", n.calls_only_in_reference}, {"calls_only_in_candidate", n.calls_only_in_candidate},
       {"accepted", n.accepted}, {"not_accepted", n.not_accepted},
       {"naming", n.naming}, {"naming_by_rule", n.naming_by_rule}, {"rule_over_order", n.rule_over_order},
-      {"across_dtypes", n.across_dtypes}, {"tensors", n.tensors}, {"other_values", n.other_values}};
+      {"across_dtypes", n.across_dtypes}, {"tensors", n.tensors}, {"other_values", n.other_values},
+      {"overwritten_in_reference", n.overwritten_in_reference}, {"overwritten_in_candidate", n.overwritten_in_candidate}};
   if (report.first_divergence) {
     const auto& t = report.tensors[*report.first_divergence];
-    out["first_divergence"] = {{"module_path", t.module_path}, {"call", t.call}, {"location", t.location},
-                               {"candidate_location", t.naming_differs() ? t.candidate_location : t.location},
-                               {"status", to_string(t.status)}, {"index", *report.first_divergence}};
+    boost::json::object first{{"module_path", t.module_path}, {"call", t.call}, {"location", t.location},
+                              {"candidate_location", t.naming_differs() ? t.candidate_location : t.location},
+                              {"status", to_string(t.status)}, {"kind", to_string(*t.kind())}, {"index", *report.first_divergence}};
+    if (t.is_order()) add_order(t, first);
+    out["first_divergence"] = std::move(first);
   } else {
     out["first_divergence"] = nullptr;
   }
@@ -105,6 +115,8 @@ inline boost::json::array modules(const DiffReport& report) {
                                        {"accepted", m.accepted},
                                        {"calls_only_in_reference", m.calls_only_in_reference},
                                        {"calls_only_in_candidate", m.calls_only_in_candidate},
+                                       {"calls_out_of_order", m.calls_out_of_order},
+                                       {"overwritten", m.overwritten},
                                        {"note", m.note()},
                                        {"compared", m.compared},
                                        {"out_of_tolerance", m.out_of_tolerance},
@@ -137,6 +149,11 @@ inline boost::json::object value(const DiffReport& report, const TensorDiff& t) 
                           {"reference_dtype", t.reference_dtype}, {"candidate_dtype", t.candidate_dtype},
                           {"compared", t.compared},
                           {"out_of_tolerance", t.out_of_tolerance}};
+  // A value whose file holds another call's value: which call's, per side (null: its own).
+  const auto holds = [](std::size_t call) { return call > 0 ? boost::json::value(call) : boost::json::value(nullptr); };
+  row["reference_file_holds_call"] = holds(t.reference_file_holds_call);
+  row["candidate_file_holds_call"] = holds(t.candidate_file_holds_call);
+  if (t.is_order()) add_order(t, row);
   if (t.compared > 0) {
     row["max_abs_error"] = number_json(t.max_abs_error);
     row["max_rel_error"] = number_json(t.max_rel_error);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tracetorch/detail/trace/format.hpp"
 #include "tracetorch/detail/trace/report.hpp"
@@ -48,9 +49,32 @@ inline std::string compared_unit(const TensorDiff& t) {
   return trace_format::is_complex_dtype(t.reference_dtype) ? "real and imaginary parts" : "elements";
 }
 
+/// "a, b, c": a call order as the report writes it.
+inline std::string order_text(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+/// Why a value was not compared: whose file holds which call's value.
+inline std::string overwritten_text(const TensorDiff& t) {
+  const auto side = [](const char* trace, std::size_t call) {
+    return std::string("the ") + trace + "'s file holds call " + std::to_string(call) + "'s value";
+  };
+  std::string out;
+  if (t.reference_file_holds_call > 0) out = side("reference", t.reference_file_holds_call);
+  if (t.candidate_file_holds_call > 0) out += (out.empty() ? "" : ", ") + side("candidate", t.candidate_file_holds_call);
+  return out;
+}
+
 /// A value's status with what explains it: its errors, or both sides' shapes, values or dtypes.
 inline std::string detail_line(const TensorDiff& t) {
   std::string line = std::string(to_string(t.status));
+  if (t.is_order()) {
+    return line + ": among the calls of " + (t.order_parent.empty() ? std::string("the top level") : t.order_parent) +
+           ", reference " + order_text(t.reference_order) + "; candidate " + order_text(t.candidate_order);
+  }
+  if (t.status == DiffStatus::overwritten) return line + ": " + overwritten_text(t) + " (not compared)";
   if (t.status == DiffStatus::out_of_tolerance) {
     line += ": " + std::to_string(t.out_of_tolerance) + " of " + std::to_string(t.compared) + " " +
             compared_unit(t) + ", max abs error " + number_text(t.max_abs_error) +
@@ -98,8 +122,8 @@ inline void verdict(const DiffCounts& n, std::string& out) {
   // "name count" pairs, so that a count of 1 reads as well as any other.
   out += "differences: tensors out of tolerance " + std::to_string(n.of(DiffKind::values)) + ", non-tensor values " +
          std::to_string(n.of(DiffKind::non_tensor)) + ", shape " + std::to_string(n.of(DiffKind::shape)) + ", structure " +
-         std::to_string(n.of(DiffKind::structure)) + ", dtype " + std::to_string(n.of(DiffKind::dtype)) +
-         "; values only in reference " + std::to_string(n.values_only_in_reference) + ", only in candidate " +
+         std::to_string(n.of(DiffKind::structure)) + ", dtype " + std::to_string(n.of(DiffKind::dtype)) + ", calls out of order " +
+         std::to_string(n.of(DiffKind::order)) + "; values only in reference " + std::to_string(n.values_only_in_reference) + ", only in candidate " +
          std::to_string(n.values_only_in_candidate) + "; module calls only in reference " +
          std::to_string(n.calls_only_in_reference) + ", only in candidate " + std::to_string(n.calls_only_in_candidate) +
          " (of " + std::to_string(n.tensors) + " tensors and " + std::to_string(n.other_values) + " other values)\n";
@@ -172,6 +196,20 @@ inline void dtypes(const DiffReport& report, const DiffCounts& n, std::string& o
   }
 }
 
+/// Values not compared because a trace's file holds another call's value: not differences,
+/// counted and shown apart. The first five shown.
+inline void overwritten(const DiffReport& report, const DiffCounts& n, std::string& out) {
+  const std::size_t total = n.overwritten_in_reference + n.overwritten_in_candidate;
+  if (total == 0) return;
+  out += "overwritten: values not compared, their file holding a later call's value (transformers' debugger keeps one file "
+         "per module path): in the reference " + std::to_string(n.overwritten_in_reference) + ", in the candidate " +
+         std::to_string(n.overwritten_in_candidate) + "\n";
+  std::size_t values = 0;
+  for (const auto& t : report.tensors) values += t.status == DiffStatus::overwritten ? 1 : 0;
+  first_five(report, values, [](const TensorDiff& t) { return t.status == DiffStatus::overwritten; },
+             [](const TensorDiff& t) { return overwritten_text(t); }, out);
+}
+
 /// Each rule that accepted something, with its reason and its first three differences.
 inline void accepted(const DiffReport& report, const DiffCounts& n, std::string& out) {
   if (n.accepted == 0) return;
@@ -239,6 +277,10 @@ inline void worst_modules(const DiffReport& report, std::size_t worst, std::stri
 inline void all_values(const DiffReport& report, std::string& out) {
   out += "all compared values:\n";
   for (const auto& t : report.tensors) {
+    if (t.is_order()) {  // a call, not a value: the two orders say it all
+      out += "  " + t.where() + ": " + detail_line(t) + accepted_text(report, t.accepted_by) + "\n";
+      continue;
+    }
     out += "  " + t.where() + ": " + to_string(t.status);
     if (t.is_tensor && t.compared > 0) {
       out += ", shape " + t.reference_shape + ", " + std::to_string(t.out_of_tolerance) + "/" + std::to_string(t.compared) +
@@ -254,6 +296,7 @@ inline void all_values(const DiffReport& report, std::string& out) {
     if (t.rule_over_order()) out += ", the recorded order would pair it with " + t.order_location;
     if (t.is_tensor && t.across_dtypes()) out += ", across dtypes " + t.reference_dtype + " / " + t.candidate_dtype;
     if (t.from_file) out += " (root output, from its file)";
+    if (t.status == DiffStatus::overwritten) out += ", " + overwritten_text(t) + " (not compared)";
     out += accepted_text(report, t.accepted_by) + "\n";
   }
 }
@@ -273,6 +316,7 @@ inline std::string DiffReport::text(bool all, std::size_t worst) const {
   section::verdict(n, out);
   section::naming(*this, n, out);
   section::dtypes(*this, n, out);
+  section::overwritten(*this, n, out);
   section::accepted(*this, n, out);
   section::stale_rules(*this, out);
   section::worst_modules(*this, worst, out);

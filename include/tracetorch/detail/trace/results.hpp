@@ -8,6 +8,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tracetorch {
 
@@ -20,12 +21,15 @@ enum class DiffKind {
   dtype,          ///< two tensors of different dtypes
   missing_value,  ///< a value of an aligned call recorded on one side only
   missing_call,   ///< a module call (and so all its values) on one side only
+  order,          ///< a call present on both sides that ran in another order among its siblings
 };
 
-inline constexpr DiffKind kDiffKinds[] = {DiffKind::values,    DiffKind::non_tensor,    DiffKind::shape,       DiffKind::structure,
-                                          DiffKind::dtype,     DiffKind::missing_value, DiffKind::missing_call};
+inline constexpr DiffKind kDiffKinds[] = {DiffKind::values,        DiffKind::non_tensor,   DiffKind::shape,
+                                          DiffKind::structure,     DiffKind::dtype,        DiffKind::missing_value,
+                                          DiffKind::missing_call,  DiffKind::order};
 
-/// The name an accept rule uses: "values", "non-tensor", "shape", "structure", "dtype", "missing-value", "missing-call".
+/// The name an accept rule uses: "values", "non-tensor", "shape", "structure", "dtype", "missing-value",
+/// "missing-call", "order".
 inline const char* to_string(DiffKind kind) {
   switch (kind) {
     case DiffKind::values: return "values";
@@ -35,6 +39,7 @@ inline const char* to_string(DiffKind kind) {
     case DiffKind::dtype: return "dtype";
     case DiffKind::missing_value: return "missing-value";
     case DiffKind::missing_call: return "missing-call";
+    case DiffKind::order: return "order";
   }
   return "?";
 }
@@ -49,6 +54,10 @@ enum class DiffStatus {
   only_in_reference,  ///< the call, or this value of it, is missing from the candidate
   only_in_candidate,
   structure_mismatch,  ///< a tensor against another value, or printed values of another layout
+  order_differs,       ///< not a value: this call ran in another order among its parent's calls
+  /// Not compared, not a difference: a trace's file of this value holds another call's value
+  /// (transformers' debugger keeps one file per module path; a repeated call overwrites it).
+  overwritten,
 };
 
 inline const char* to_string(DiffStatus status) {
@@ -61,6 +70,8 @@ inline const char* to_string(DiffStatus status) {
     case DiffStatus::only_in_reference: return "only in reference";
     case DiffStatus::only_in_candidate: return "only in candidate";
     case DiffStatus::structure_mismatch: return "structure mismatch";
+    case DiffStatus::order_differs: return "order differs";
+    case DiffStatus::overwritten: return "overwritten";
   }
   return "?";
 }
@@ -93,20 +104,30 @@ struct TensorDiff {
   double tolerance_ratio = 0;     ///< max |a - b| / (atol + rtol * |b|): above 1 is out of tolerance
   double atol = 0, rtol = 0;      ///< the tolerance this pair was judged by (DiffOptions::precision_tolerance)
   std::optional<std::size_t> accepted_by;  ///< index into DiffReport::rules of the rule that accepts it
+  /// Status overwritten: the call (1, 2, ...) of this path whose value the reference's (the
+  /// candidate's) file holds instead; 0 where that side's value is its own.
+  std::size_t reference_file_holds_call = 0, candidate_file_holds_call = 0;
+  /// Status order_differs: the parent call among whose calls this one ran elsewhere ("path" or
+  /// "path (call 2)"), and the parent's calls present on both sides in each trace's order,
+  /// named below the parent ("gate_proj", "act_fn (call 2)").
+  std::string order_parent;
+  std::vector<std::string> reference_order, candidate_order;
 
   /// Something differs, accepted or not.
-  bool mismatched() const { return status != DiffStatus::within_tolerance; }
+  bool mismatched() const { return kind().has_value(); }
   /// A difference no rule accepts: what makes the verdict (and the tool's exit status) fail.
   bool diverges() const { return mismatched() && !accepted_by; }
   bool naming_differs() const { return !candidate_location.empty(); }
   bool rule_over_order() const { return !order_location.empty(); }
   /// A bf16/fp16 tensor against one of another floating dtype: its numbers are compared (both
   /// widened to float64) and the dtype difference is reported apart, not as a mismatch.
-  bool across_dtypes() const { return status != DiffStatus::dtype_mismatch && !reference_dtype.empty() &&
+  bool across_dtypes() const { return status != DiffStatus::dtype_mismatch && status != DiffStatus::overwritten && !reference_dtype.empty() &&
                                       !candidate_dtype.empty() && reference_dtype != candidate_dtype; }
   std::optional<DiffKind> kind() const {
     switch (status) {
-      case DiffStatus::within_tolerance: return std::nullopt;
+      case DiffStatus::within_tolerance:
+      case DiffStatus::overwritten: return std::nullopt;
+      case DiffStatus::order_differs: return DiffKind::order;
       case DiffStatus::out_of_tolerance: return DiffKind::values;
       case DiffStatus::shape_mismatch: return DiffKind::shape;
       case DiffStatus::dtype_mismatch: return DiffKind::dtype;
@@ -117,8 +138,11 @@ struct TensorDiff {
     }
     return std::nullopt;
   }
-  /// "inputs.args.0" for tensors, as `first divergence:` prints it.
-  std::string where() const { return module_path + " " + location + (call > 1 ? " (call " + std::to_string(call) + ")" : ""); }
+  bool is_order() const { return status == DiffStatus::order_differs; }
+  /// "M.f inputs.args.0 (call 2)", as `first divergence:` prints it; a call out of order: "M.f (call 2)".
+  std::string where() const {
+    return module_path + (location.empty() ? "" : " " + location) + (call > 1 ? " (call " + std::to_string(call) + ")" : "");
+  }
 };
 
 /// A module call recorded on one side only.

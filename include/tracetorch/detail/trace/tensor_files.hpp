@@ -130,7 +130,7 @@ inline void add_root_outputs(Trace& trace, std::vector<TraceSlot> slots) {
 
 /// Adds the root's output files to both traces where both hold files. A printed trace has lost
 /// them, and one side's files against nothing would read as missing values: then the note that
-/// says why they are not compared.
+/// says why they are not compared. So does a pair of traces neither of which records them.
 inline std::optional<std::string> include_root_outputs(Trace& ref, Trace& cand) {
   auto ref_roots = root_output_files(ref);
   auto cand_roots = root_output_files(cand);
@@ -140,6 +140,11 @@ inline std::optional<std::string> include_root_outputs(Trace& ref, Trace& cand) 
   } else if (!ref_roots.empty() || !cand_roots.empty()) {
     return std::string("the root's outputs are not compared: the ") + (ref.file_tensors == 0 ? "reference" : "candidate") +
            " trace holds printed values, and the debugger leaves a root's outputs out of the JSON";
+  }
+  if (!ref.calls.empty() && !cand.calls.empty() && ref.calls[0].outputs.empty() && cand.calls[0].outputs.empty()) {
+    return std::string("the root's outputs are not compared: neither trace records them (the debugger leaves a root's "
+                       "outputs out of the JSON when it made other calls; only a use_repr=false trace keeps them, as "
+                       "<Root>_outputs*.safetensors files)");
   }
   return std::nullopt;
 }
