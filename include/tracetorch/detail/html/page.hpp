@@ -55,13 +55,13 @@ inline boost::json::array plot_calls(const std::vector<CallPoint>& calls, const 
 }
 
 inline void append_plot_section(std::string& out, const std::vector<CallPoint>& calls, double atol, double rtol,
-                                std::optional<std::size_t> first) {
+                                std::optional<std::size_t> first, bool replay) {
   out += "<section id=\"errors\"><h2>Errors along execution order</h2><p class=\"legend\">"
          "<span><i class=\"sw sw-abs\"></i>max abs error (dashed: atol)</span>"
          "<span><i class=\"sw sw-rel\"></i>max rel error (dashed: rtol)</span>"
-         "<span><i class=\"sw sw-diverges\"></i>diverges</span><span><i class=\"sw sw-accepted\"></i>accepted</span>"
-         "<span><i class=\"sw sw-not-replayable\"></i>not replayable</span></p>"
-         "<p class=\"legend\">A call with either point on or under its dashed line has no element out of tolerance. "
+         "<span><i class=\"sw sw-diverges\"></i>diverges</span><span><i class=\"sw sw-accepted\"></i>accepted</span>";
+  if (replay) out += "<span><i class=\"sw sw-not-replayable\"></i>not replayable</span>";
+  out += "</p><p class=\"legend\">A call with either point on or under its dashed line has no element out of tolerance. "
          "Hover for a call, click to open it in the tree.</p><div class=\"plot-box\">";
   out += plot_svg(calls, atol, rtol, first);
   out += "<div id=\"tip\"></div></div></section>";
@@ -121,7 +121,7 @@ inline std::string render_report(const boost::json::value& diff, const boost::js
   if (has_diff) out += diff_summary_html(diff, tree);
   const double atol = has_diff ? number_of(diff, "atol").value_or(NAN) : NAN;
   const double rtol = has_diff ? number_of(diff, "rtol").value_or(NAN) : NAN;
-  append_plot_section(out, calls, atol, rtol, first);
+  append_plot_section(out, calls, atol, rtol, first, replay != nullptr);
   out += "<section id=\"modules\"><h2>Module tree</h2><p><button type=\"button\" id=\"open-diverging\">open diverging</button> "
          "<button type=\"button\" id=\"close-all\">close all</button> " + std::to_string(tree.nodes.size()) + " modules, " +
          std::to_string(calls.size()) + " calls</p>";
