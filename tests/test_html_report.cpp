@@ -107,7 +107,7 @@ int run_chromium(const fs::path& page, const std::string& mode, const fs::path& 
   arguments.push_back(mode == "--dump-dom" ? mode : "--screenshot=" + out.string());
   arguments.push_back("file://" + page.string());
   // Chromium starts in seconds; minutes are for a machine busy with builds.
-  return run_bounded(arguments, mode == "--dump-dom" ? out : profile / "stdout.txt", std::chrono::seconds(180));
+  return run_bounded(arguments, mode == "--dump-dom" ? out : fs::path(out.string() + ".stdout"), std::chrono::seconds(180));
 }
 
 }  // namespace
@@ -182,7 +182,8 @@ DOCTEST_TEST_CASE("user text is escaped; kinds and counts the page does not know
   const boost::json::value not_calls = 3;
   DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::html_report(nullptr, &not_calls), doctest::Contains("the replay report is neither"),
                                tracetorch::Error);
-  DOCTEST_CHECK_THROWS_AS(tracetorch::write_html_report(dir / "missing" / "x.html", report), tracetorch::Error);
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::write_html_report(dir / "missing" / "x.html", report),
+                               doctest::Contains((dir / "missing" / "x.html").c_str()), tracetorch::Error);
 }
 
 DOCTEST_TEST_CASE("a replay report: with the diff, and alone") {
@@ -241,7 +242,8 @@ DOCTEST_TEST_CASE("headless chromium renders the page: the script ran, the plot 
   DOCTEST_REQUIRE(run_chromium(dir / "report.html", "--dump-dom", dir / "dom.html", dir / "profile-dom") == 0);
   const std::string dom = tracetorch_test::read_file(dir / "dom.html");
   DOCTEST_INFO(dom.substr(0, 2000));
-  DOCTEST_CHECK(contains(dom, "<body data-ready=\""));  // the script's last line ran
+  DOCTEST_CHECK(contains(dom, "<body data-script-ms=\""));  // the script's last lines ran
+  DOCTEST_CHECK(contains(dom, "\" data-ready=\""));
   DOCTEST_CHECK(contains(dom, "<path class=\"pt pt-abs\" d=\"M"));
   DOCTEST_CHECK(contains(dom, "<path class=\"first\""));
   std::set<std::string> paths;

@@ -36,7 +36,7 @@ struct ModuleTree {
   std::map<std::string, std::size_t> by_path;
   std::vector<std::size_t> roots;
 
-  static std::string id(std::size_t node) { return "m" + std::to_string(node); }
+  static std::string id(std::size_t node) { return std::string("m") + std::to_string(node); }
   /// The node of a module path, if the tree has it.
   std::optional<std::size_t> find(const std::string& path) const {
     const auto it = by_path.find(path);

@@ -19,6 +19,15 @@
 
 namespace tracetorch::detail::html {
 
+/// "M12.0 34.5": a path's move to (x, y). Built by appending: g++ 12 warns falsely on `"M" + std::string`.
+inline std::string move_to(double x, double y) {
+  std::string out = "M";
+  out += coordinate(x);
+  out += ' ';
+  out += coordinate(y);
+  return out;
+}
+
 /// The plot's frame: where decades and calls land.
 struct PlotFrame {
   static constexpr double width = 1100, height = 320, left = 64, right = 16, top = 28, bottom = 262;
@@ -68,9 +77,11 @@ inline void append_series(std::string& out, const PlotFrame& frame, const std::v
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const auto& v = calls[i].*member;
     if (!v) continue;
-    const std::string at = coordinate(frame.x(i)) + " " + coordinate(frame.y(std::isnan(*v) ? HUGE_VAL : *v));
-    line += (line.empty() ? "M" : "L") + at;
-    dots += "M" + at + "h0";
+    std::string at = move_to(frame.x(i), frame.y(std::isnan(*v) ? HUGE_VAL : *v));
+    dots += at;
+    dots += "h0";
+    if (!line.empty()) at[0] = 'L';
+    line += at;
   }
   if (dots.empty()) return;
   out += "<path class=\"ln ln-" + std::string(name) + "\" d=\"" + line + "\"/>";
@@ -91,8 +102,9 @@ inline void append_tolerance(std::string& out, const PlotFrame& frame, const std
       continue;
     }
     const double y = frame.y(tolerance);
-    if (y != last_y) d += "M" + coordinate(frame.x(i) - half) + " " + coordinate(y);
-    d += "H" + coordinate(frame.x(i) + half);
+    if (y != last_y) d += move_to(frame.x(i) - half, y);
+    d += 'H';
+    d += coordinate(frame.x(i) + half);
     last_y = y;
   }
   if (d.empty()) return;
@@ -105,7 +117,9 @@ inline void append_axes(std::string& out, const PlotFrame& frame, std::size_t ca
   const int step = frame.high_decade - frame.low_decade > 12 ? 2 : 1;
   for (int d = static_cast<int>(frame.low_decade); d <= static_cast<int>(frame.high_decade); d += step) {
     const double y = frame.y(std::pow(10.0, d));
-    grid += "M" + coordinate(PlotFrame::left) + " " + coordinate(y) + "H" + coordinate(PlotFrame::width - PlotFrame::right);
+    grid += move_to(PlotFrame::left, y);
+    grid += 'H';
+    grid += coordinate(PlotFrame::width - PlotFrame::right);
     out += "<text class=\"ax\" x=\"" + coordinate(PlotFrame::left - 6) + "\" y=\"" + coordinate(y + 4) + "\">1e" + std::to_string(d) + "</text>";
   }
   out += "<path class=\"grid\" d=\"" + grid + "\"/>";
@@ -120,7 +134,7 @@ inline void append_state_ticks(std::string& out, const PlotFrame& frame, const s
   for (const State state : {State::accepted, State::not_replayable, State::diverges}) {
     std::string d;
     for (std::size_t i = 0; i < calls.size(); ++i) {
-      if (calls[i].state == state) d += "M" + coordinate(frame.x(i)) + " " + coordinate(PlotFrame::bottom + 18) + "v10";
+      if (calls[i].state == state) d += move_to(frame.x(i), PlotFrame::bottom + 18) + "v10";
     }
     if (!d.empty()) out += "<path class=\"tick s-" + std::string(state_name(state)) + "\" d=\"" + d + "\"/>";
   }
@@ -129,7 +143,7 @@ inline void append_state_ticks(std::string& out, const PlotFrame& frame, const s
 inline void append_first_divergence(std::string& out, const PlotFrame& frame, const CallPoint& call, std::size_t i) {
   const double x = frame.x(i);
   const bool right_half = x > PlotFrame::width / 2;
-  out += "<path class=\"first\" d=\"M" + coordinate(x) + " " + coordinate(PlotFrame::top - 22) + "V" +
+  out += "<path class=\"first\" d=\"" + move_to(x, PlotFrame::top - 22) + "V" +
          coordinate(PlotFrame::bottom + 28) + "\"/>";
   out += "<text class=\"first-label\" x=\"" + coordinate(x + (right_half ? -4 : 4)) + "\" y=\"" + coordinate(PlotFrame::top - 16) +
          "\" text-anchor=\"" + (right_half ? "end" : "start") + "\">first divergence: ";
