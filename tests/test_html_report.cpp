@@ -207,7 +207,8 @@ DOCTEST_TEST_CASE("a replay report: with the diff, and alone") {
   DOCTEST_CHECK(occurrences(alone, "<details class=\"node ") == 5);
   const auto points = alone.substr(alone.find("<path class=\"pt pt-abs\" d=\""));
   DOCTEST_CHECK(occurrences(points.substr(0, points.find("/>")), "h0") == 2);  // the two calls with errors
-  DOCTEST_CHECK(contains(alone, "first divergence: LlamaModel.layers.2</text>"));
+  // The plot marks the first innermost diverging call: the one that explains its parent.
+  DOCTEST_CHECK(contains(alone, "first divergence: LlamaModel.layers.2.post_attention_layernorm</text>"));
   TempDir dir;
   tracetorch::write_html_report(dir / "both.html", diverging_tiny_report().json(), &replay);
   tracetorch::write_html_report(dir / "alone.html", nullptr, &replay);
@@ -231,14 +232,15 @@ DOCTEST_TEST_CASE("tracetorch-diff --html writes the page beside its exit status
 }
 #endif
 
-DOCTEST_TEST_CASE("headless chromium renders the page: the script ran, the plot and the tree are drawn") {
+DOCTEST_TEST_CASE("headless chromium renders the page: the script ran, the plot, the tree and the replay are drawn") {
   if (!fs::exists("/usr/bin/chromium")) {
     DOCTEST_MESSAGE("skipped: /usr/bin/chromium is missing (Debian package chromium)");
     return;
   }
   TempDir dir;
   const auto report = diverging_tiny_report();
-  tracetorch::write_html_report(dir / "report.html", report.json());
+  const auto replay = replay_report();
+  tracetorch::write_html_report(dir / "report.html", report.json(), &replay);
   DOCTEST_REQUIRE(run_chromium(dir / "report.html", "--dump-dom", dir / "dom.html", dir / "profile-dom") == 0);
   const std::string dom = tracetorch_test::read_file(dir / "dom.html");
   DOCTEST_INFO(dom.substr(0, 2000));
@@ -251,6 +253,9 @@ DOCTEST_TEST_CASE("headless chromium renders the page: the script ran, the plot 
   DOCTEST_CHECK(occurrences(dom, "<details class=\"node ") == paths.size());
   // The script built the first divergence's value table (the markup holds none).
   DOCTEST_CHECK(occurrences(dom, "<tr class=\"s-diverges\"><td>1</td><td>outputs</td><td>out of tolerance [values]</td>") == 1);
+  // The replay's diverging calls are listed; its other calls' table is built only when opened.
+  DOCTEST_CHECK(contains(dom, "<h3>Diverging calls, innermost first</h3>"));
+  DOCTEST_CHECK(contains(dom, "data-rows=\"replay-other\" data-head=\"replay\"></div>"));
 
   DOCTEST_REQUIRE(run_chromium(dir / "report.html", "--screenshot", dir / "shot.png", dir / "profile-shot") == 0);
   // Not a blank page: many colours, among them the verdict's and the diverging ticks' red and the abs series' blue.

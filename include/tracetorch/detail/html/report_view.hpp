@@ -108,6 +108,7 @@ struct CallPoint {
   std::optional<double> max_abs, max_rel;  ///< over its compared values; nullopt: none compared
   std::optional<double> atol, rtol;        ///< the widest tolerance its values were judged by
   State state = State::ok;
+  bool innermost = false;  ///< a replayed call with no diverging call below it
 };
 
 /// A diff report's module calls in the order its values list them (execution order), then
@@ -151,6 +152,7 @@ inline std::vector<CallPoint> replay_calls(const boost::json::value& replay) {
   for (const auto& entry : replay_entries(replay)) {
     CallPoint call{text_of(entry, "path"), integer_of(entry, "call", 1)};
     call.state = replay_state(entry);
+    call.innermost = flag_of(entry, "innermost");
     call.max_abs = number_of(entry, "max_abs");
     call.max_rel = number_of(entry, "max_rel");
     call.atol = number_of(entry, "atol");
@@ -161,7 +163,8 @@ inline std::vector<CallPoint> replay_calls(const boost::json::value& replay) {
 }
 
 /// The index of the first divergence among `calls`: the report's own `first_divergence` where
-/// it names one, else the first diverging call.
+/// it names one, else the first innermost diverging call (a replay's: the one that explains its
+/// parents), else the first diverging call.
 inline std::optional<std::size_t> first_diverging_call(const boost::json::value& report, const std::vector<CallPoint>& calls) {
   if (const auto* first = field(report, "first_divergence"); first && first->is_object()) {
     const std::string path = text_of(*first, "module_path");
@@ -170,8 +173,10 @@ inline std::optional<std::size_t> first_diverging_call(const boost::json::value&
       if (calls[i].path == path && calls[i].call == call) return i;
     }
   }
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    if (calls[i].state == State::diverges) return i;
+  for (const bool innermost_only : {true, false}) {
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if (calls[i].state == State::diverges && (calls[i].innermost || !innermost_only)) return i;
+    }
   }
   return std::nullopt;
 }
