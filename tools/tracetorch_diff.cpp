@@ -2,12 +2,13 @@
 // the model addition debugger (tracetorch's or transformers') module by module.
 //
 //   tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']... [--accept RULES]...
-//                   [--arg-names RULES]... [--no-precision-tolerance] [--json REPORT] [--all]
+//                   [--arg-names RULES]... [--no-precision-tolerance] [--json REPORT] [--html REPORT.html] [--all]
 //
 // Exit status: 0 all within tolerance (or every difference accepted by a rule), 1 something
 // diverges, 2 unreadable or malformed input (a trace, a rules file) or a bad command line.
 
 #include <tracetorch/diff.hpp>
+#include <tracetorch/html_report.hpp>
 
 #include "command_line.hpp"
 
@@ -25,7 +26,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']...\n"
     "                       [--accept RULES]... [--arg-names RULES]... [--no-precision-tolerance]\n"
-    "                       [--json REPORT] [--all]\n"
+    "                       [--json REPORT] [--html REPORT.html] [--all]\n"
     "\n"
     "Compares two model addition debugger traces (directories holding <Root>_debug_tree_FULL_TENSORS.json,\n"
     "or those files) module by module and names the first divergence.\n"
@@ -43,6 +44,8 @@ constexpr const char* kUsage =
     "  --no-precision-tolerance  judge bf16/fp16 pairs by --atol/--rtol alone (by default at least twice\n"
     "                  the lower precision's epsilon: bf16 1.5625e-2, fp16 1.953e-3)\n"
     "  --json REPORT   also write the full report as JSON\n"
+    "  --html REPORT.html  also write the report as one self-contained HTML page (summary, error plot,\n"
+    "                  module tree; docs/reference/html_report.md)\n"
     "  --all           list every compared tensor\n"
     "Exit status: 0 within tolerance (or every difference accepted), 1 divergence, 2 unreadable or malformed\n"
     "input (a trace or a rules file) or a bad command line.\n";
@@ -74,6 +77,7 @@ struct CommandLine {
   std::vector<std::string> positional;
   tracetorch::DiffOptions options;
   std::string json_path;
+  std::string html_path;
   std::vector<std::string> accept_files;
   std::vector<std::string> arg_names_files;
   bool all = false;
@@ -101,6 +105,8 @@ CommandLine parse_command_line(int argc, char** argv) {
       command.arg_names_files.push_back(arg.value());
     } else if (flag == "--json") {
       command.json_path = arg.value();
+    } else if (flag == "--html") {
+      command.html_path = arg.value();
     } else if (flag == "--no-precision-tolerance") {
       command.options.precision_tolerance = false;
     } else if (flag == "--all") {
@@ -138,6 +144,7 @@ int run(CommandLine& command) {
     progress.reset();
     std::cout << report.text(command.all) << std::flush;
     if (!command.json_path.empty()) tracetorch::write_diff_report(report, command.json_path);
+    if (!command.html_path.empty()) tracetorch::write_html_report(command.html_path, report.json());
     return report.within_tolerance() ? 0 : 1;
   } catch (const tracetorch::Error& e) {
     std::cerr << "tracetorch-diff: " << e.what() << "\n";
