@@ -3,7 +3,7 @@
 // median of the repeats reported. See docs/performance.md.
 //
 //   tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]
-//                    [--modes abcdefg] [--reuse-repeated-tensors on|off]
+//                    [--modes abcdefgh] [--reuse-repeated-tensors on|off]
 //                    [--reuse-previous-files on|off] [--tiny-config PATH]
 
 #include <llama/llama.hpp>
@@ -48,7 +48,7 @@ struct Args {
   fs::path out = "tracetorch-bench";
   std::int64_t disk_mb = 512;
   fs::path tiny_config = TRACETORCH_BENCH_TINY_CONFIG;
-  std::string modes = "abcdefg";  // which modes to time (a is always run: it is the baseline)
+  std::string modes = "abcdefg";  // which modes to time (a is always run: it is the baseline; h on request)
   bool reuse_repeated_tensors = true;
   bool reuse_previous_files = true;
 };
@@ -56,7 +56,7 @@ struct Args {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "tracetorch_bench: " << why
             << "\nusage: tracetorch_bench [--config tiny|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]"
-               " [--modes abcdefg] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--tiny-config PATH]\n";
+               " [--modes abcdefgh] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--tiny-config PATH]\n";
   std::exit(2);
 }
 
@@ -214,11 +214,11 @@ void share_weights(torch::nn::Module& from, torch::nn::Module& to) {
   }
 }
 
-enum Mode { kPlain, kAnnotated, kCapture, kDebugRepr, kDebugFiles, kPlainAgain, kPlainCollecting, kModes };
+enum Mode { kPlain, kAnnotated, kCapture, kDebugRepr, kDebugFiles, kPlainAgain, kPlainCollecting, kSentinel, kModes };
 const char* const kModeNames[kModes] = {
     "(a) plain LibTorch", "(b) annotated, no trace", "(c) capture hidden_states+attentions",
     "(d) debugger use_repr=true", "(e) debugger use_repr=false", "(f) plain LibTorch again: noise floor",
-    "(g) plain LibTorch, same outputs by hand"};
+    "(g) plain LibTorch, same outputs by hand", "(h) non-finite sentinel, no trace"};
 
 struct Result {
   std::vector<double> times[kModes];
@@ -340,6 +340,12 @@ Result run_config(const NamedConfig& named, const Args& args) {
                                                                   .reuse_repeated_tensors = args.reuse_repeated_tensors,
                                                                   .reuse_previous_files = args.reuse_previous_files});
         (void)model({.input_ids = input_ids});
+        break;
+      }
+      case kSentinel: {
+        auto sentinel = tracetorch::find_nonfinite(model);
+        (void)model({.input_ids = input_ids});
+        if (sentinel.first()) throw std::runtime_error(named.name + ": the sentinel found " + sentinel.first()->message());
         break;
       }
       case kModes: break;

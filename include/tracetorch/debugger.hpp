@@ -27,6 +27,7 @@
 #include "tracetorch/detail/debugger/debug_io.hpp"
 #include "tracetorch/detail/debugger/session.hpp"
 #include "tracetorch/detail/debugger/trace_files.hpp"
+#include "tracetorch/detail/nonfinite/watch.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"
 
@@ -66,6 +67,11 @@ struct DebuggerOptions {
   /// A spare that another process has open or mapped, or that has another link, is never
   /// written over. false: the replaced files are deleted.
   bool reuse_previous_files = true;
+  /// Also watch for NaN and Inf (the non-finite sentinel, <tracetorch/nonfinite.hpp>): the first
+  /// module call whose outputs held NaN or Inf while its inputs were finite is kept, and read by
+  /// DebuggerScope::first_nonfinite(). One reduction per output tensor per call; the trace is
+  /// written the same either way.
+  bool find_nonfinite = false;
 };
 
 class DebuggerScope;
@@ -99,13 +105,15 @@ class [[nodiscard]] DebuggerScope {
  public:
   /// Made by model_addition_debugger.
   DebuggerScope(detail::ScopeAccess, std::unique_ptr<detail::DebuggerSession> session,
-                std::unique_ptr<detail::AttachmentSet> attachments) noexcept
-      : session_(std::move(session)), attachments_(std::move(attachments)) {}
+                std::unique_ptr<detail::AttachmentSet> attachments,
+                std::unique_ptr<detail::NonFiniteWatch> nonfinite = nullptr) noexcept
+      : session_(std::move(session)), attachments_(std::move(attachments)), nonfinite_(std::move(nonfinite)) {}
   DebuggerScope(DebuggerScope&&) noexcept = default;
   DebuggerScope& operator=(DebuggerScope&&) = delete;  // would free a session still attached
   ~DebuggerScope() {
     if (session_) session_->close();
     attachments_.reset();
+    nonfinite_.reset();
   }
 
   /// Modules under the root that are not TRACEABLE (plain LibTorch modules): their calls are
@@ -120,11 +128,18 @@ class [[nodiscard]] DebuggerScope {
   std::vector<std::string> modules_not_called() const {
     return session_ ? session_->modules_not_called() : std::vector<std::string>();
   }
+  /// With DebuggerOptions::find_nonfinite: the first module call, since the scope began, whose
+  /// outputs held NaN or Inf while its inputs were finite (or the root's non-finite inputs);
+  /// `->message()` is the line to print. Empty when nothing was found or the option is off.
+  std::optional<NonFinite> first_nonfinite() const {
+    return nonfinite_ ? nonfinite_->first() : std::nullopt;
+  }
 
  private:
   // Declared in this order so that the attachments are removed before the session dies.
   std::unique_ptr<detail::DebuggerSession> session_;
   std::unique_ptr<detail::AttachmentSet> attachments_;
+  std::unique_ptr<detail::NonFiniteWatch> nonfinite_;
 };
 
 /// Traces every forward of `model` while the returned scope lives; see DebuggerOptions.
@@ -172,9 +187,12 @@ inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& 
                                 .use_repr = options.use_repr,
                                 .reuse_repeated_tensors = options.reuse_repeated_tensors,
                                 .reuse_previous_files = options.reuse_previous_files});
+  // Attached before the debugger: it enters each call after the debugger (under its no-grad
+  // guard) and leaves it before.
+  auto nonfinite = options.find_nonfinite ? std::make_unique<NonFiniteWatch>(model, root_name) : nullptr;
   attachments->attach(model, root_name, *session);
   session->watch(*attachments);
-  return DebuggerScope(ScopeAccess(), std::move(session), std::move(attachments));
+  return DebuggerScope(ScopeAccess(), std::move(session), std::move(attachments), std::move(nonfinite));
 }
 
 /// What `debug_io=true` in a call's options runs (detail/debugger/debug_io.hpp): the call, traced.

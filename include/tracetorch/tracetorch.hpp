@@ -14,6 +14,7 @@
 #include "tracetorch/keywords.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/nn.hpp"
+#include "tracetorch/nonfinite.hpp"
 #include "tracetorch/patch_mapping.hpp"
 #include "tracetorch/python_repr.hpp"
 #include "tracetorch/safetensors.hpp"

@@ -18,6 +18,7 @@
 #include "tracetorch/detail/capture/output_fields.hpp"
 #include "tracetorch/detail/capture/record_index.hpp"
 #include "tracetorch/detail/error.hpp"
+#include "tracetorch/detail/nonfinite/finding.hpp"
 
 namespace tracetorch {
 
@@ -131,6 +132,11 @@ struct OutputOptions {
   std::optional<bool> debug_io;
   std::optional<std::string> debug_io_dir;
   std::optional<bool> prune_layers;
+  /// Watch this call with the non-finite sentinel (<tracetorch/nonfinite.hpp>): `*find_nonfinite`
+  /// is emptied, then holds the first module call whose outputs held NaN or Inf while its inputs
+  /// were finite. As debug_io, read by the traced forward that takes these options; not a
+  /// keyword of the trace.
+  std::optional<NonFinite>* find_nonfinite = nullptr;
 };
 
 /// How `capture_outputs` finishes hidden_states.

@@ -14,6 +14,7 @@
 
 #include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/debugger/debug_io.hpp"
+#include "tracetorch/detail/nonfinite/watch.hpp"
 
 namespace tracetorch::detail {
 
@@ -55,6 +56,14 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
 // attached; otherwise the observers see the call (detail/module/call.hpp).
 #ifndef TRACETORCH_DISABLE
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
+  if constexpr (::tracetorch::detail::any_nonfinite_keywords<Types...>) {                         \
+    if (auto* found = ::tracetorch::detail::nonfinite_request(values...);                         \
+        found != nullptr && !::tracetorch::detail::nonfinite_running()) [[unlikely]] {            \
+      return ::tracetorch::detail::run_finding_nonfinite<R>(*this, this->traced_name(), *found, [&]() -> R { \
+        return this->call(std::forward<Types>(values)...);                                        \
+      });                                                                                         \
+    }                                                                                             \
+  }                                                                                               \
   if constexpr (::tracetorch::detail::any_debug_io_keywords<Types...>) {                          \
     if (auto request = ::tracetorch::detail::debug_io_request(values...);                         \
         request && !::tracetorch::detail::debug_io_running()) [[unlikely]] {                      \
