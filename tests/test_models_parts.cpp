@@ -58,7 +58,7 @@ DOCTEST_TEST_CASE("models: create_causal_mask as upstream builds it: padding, a 
   DOCTEST_CHECK(torch::equal(f32_mask(torch::arange(5), 5, padding, 2), expected("mask_sliding.expected")));
   DOCTEST_CHECK(torch::equal(f32_mask(torch::arange(5, 7), 7, expected("mask_cached.attention_mask")), expected("mask_cached.expected")));
   const auto bf16 = f32_mask(torch::arange(5), 5, padding, std::nullopt, torch::kBFloat16);
-  DOCTEST_CHECK(bf16.scalar_type() == torch::kBFloat16);
+  DOCTEST_CHECK((bf16.scalar_type() == torch::kBFloat16));
   DOCTEST_CHECK(torch::equal(bf16, expected("mask_bf16.expected")));
   // A fully padded query row holds only the minimum; a 4-d mask is used as it is.
   DOCTEST_CHECK(expected("mask_padding.expected")[1][0][0].max().item<float>() == std::numeric_limits<float>::lowest());
@@ -136,7 +136,7 @@ DOCTEST_TEST_CASE("models: RMSNorm, weight and (1 + weight), computed in float32
   DOCTEST_CHECK(torch::equal(llama_norm(hidden), expected("rms_weight.expected")));
   DOCTEST_CHECK(torch::equal(gemma_norm(hidden), expected("rms_one_plus.expected")));
   const auto llama16 = llama_norm(hidden.to(torch::kBFloat16));
-  DOCTEST_CHECK(llama16.scalar_type() == expected("rms_weight_bf16.expected").scalar_type());
+  DOCTEST_CHECK((llama16.scalar_type() == expected("rms_weight_bf16.expected").scalar_type()));
   DOCTEST_CHECK(torch::equal(llama16, expected("rms_weight_bf16.expected")));
   DOCTEST_CHECK(torch::equal(gemma_norm(hidden.to(torch::kBFloat16)), expected("rms_one_plus_bf16.expected")));
 }
