@@ -3,6 +3,7 @@
 #include "gemma.hpp"
 
 #include <tracetorch/config_file.hpp>
+#include <tracetorch/models/functional.hpp>  // the rotary kernels and eager attention Gemma shares with Llama
 
 #include <cmath>
 #include <limits>
@@ -19,21 +20,6 @@ double finfo_min(c10::ScalarType dtype) {
   AT_DISPATCH_FLOATING_TYPES_AND2(torch::kHalf, torch::kBFloat16, dtype, "finfo_min",
                                   [&] { minimum = static_cast<double>(std::numeric_limits<scalar_t>::lowest()); });
   return minimum;
-}
-
-torch::Tensor rotate_half(const torch::Tensor& x) {
-  const auto half = x.size(-1) / 2;
-  return torch::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
-}
-
-/// [batch, kv_heads, seq, head_dim] -> [batch, kv_heads * n_rep, seq, head_dim], each head repeated
-/// n_rep times in place (upstream's expand and reshape).
-torch::Tensor repeat_kv(const torch::Tensor& states, std::int64_t n_rep) {
-  if (n_rep == 1) return states;
-  const auto batch = states.size(0), kv_heads = states.size(1), length = states.size(2), head_dim = states.size(3);
-  return states.index({Slice(), Slice(), None, Slice(), Slice()})
-      .expand({batch, kv_heads, n_rep, length, head_dim})
-      .reshape({batch, kv_heads * n_rep, length, head_dim});
 }
 
 bool given(const tracetorch::Keyword<torch::Tensor>& keyword) { return keyword.has_value() && keyword->defined(); }
@@ -114,19 +100,13 @@ torch::Tensor GemmaMLPImpl::forward(const torch::Tensor& x) {
 }
 
 GemmaRotaryEmbeddingImpl::GemmaRotaryEmbeddingImpl(const GemmaConfig& c) {
-  const auto exponent = torch::arange(0, c.head_dim, 2, torch::kInt64).to(torch::kFloat32) / static_cast<double>(c.head_dim);
-  inv_freq = register_buffer("inv_freq", 1.0 / torch::pow(c.rope_theta, exponent), {.persistent = false});
+  auto [frequencies, scaling] = tracetorch::models::rope_inv_freq(c.rope_theta, c.head_dim);
+  inv_freq = register_buffer("inv_freq", frequencies, {.persistent = false});
+  attention_scaling = scaling;
 }
 
 PositionEmbeddings GemmaRotaryEmbeddingImpl::forward(const torch::Tensor& x, const torch::Tensor& position_ids) {
-  torch::NoGradGuard no_grad;  // upstream's @torch.no_grad()
-  const auto inv = inv_freq.index({None, Slice(), None}).to(torch::kFloat32).expand({position_ids.size(0), -1, 1});
-  const auto positions = position_ids.index({Slice(), None, Slice()}).to(torch::kFloat32);
-  const auto freqs = torch::matmul(inv, positions).transpose(1, 2);
-  const auto emb = torch::cat({freqs, freqs}, -1);
-  const auto cos = emb.cos() * attention_scaling;
-  const auto sin = emb.sin() * attention_scaling;
-  return {cos.to(x.scalar_type()), sin.to(x.scalar_type())};
+  return tracetorch::models::rotary_cos_sin(inv_freq, attention_scaling, x, position_ids);
 }
 
 GemmaAttentionImpl::GemmaAttentionImpl(const GemmaConfig& c, std::int64_t layer_idx_)
@@ -150,22 +130,16 @@ std::tuple<torch::Tensor, torch::Tensor> GemmaAttentionImpl::forward(const Gemma
   auto query = q_proj(hidden_states).view(hidden_shape).transpose(1, 2);
   auto key = k_proj(hidden_states).view(hidden_shape).transpose(1, 2);
   auto value = v_proj(hidden_states).view(hidden_shape).transpose(1, 2);
-  const auto cos = std::get<0>(*kw.position_embeddings).unsqueeze(1);
-  const auto sin = std::get<1>(*kw.position_embeddings).unsqueeze(1);
-  query = query * cos + rotate_half(query) * sin;
-  key = key * cos + rotate_half(key) * sin;
+  const auto& [cos, sin] = *kw.position_embeddings;
+  std::tie(query, key) = tracetorch::models::apply_rotary_pos_emb(query, key, cos, sin);
   if (DynamicCache* cache = kw.past_key_value.value_or(nullptr)) {
     std::tie(key, value) = cache->update(key, value, layer_idx);
   }
-  key = repeat_kv(key, num_key_value_groups);
-  value = repeat_kv(value, num_key_value_groups);
-  auto weights = torch::matmul(query, key.transpose(2, 3)) * scaling;
-  if (given(kw.attention_mask)) weights = weights + kw.attention_mask->slice(3, 0, key.size(-2));
-  weights = torch::softmax(weights, -1, torch::kFloat32).to(query.scalar_type());
-  weights = torch::dropout(weights, is_training() ? attention_dropout : 0.0, is_training());
-  auto output = torch::matmul(weights, value).transpose(1, 2).contiguous();
-  output = o_proj(output.reshape({batch, length, -1}).contiguous());
-  return {output, weights};
+  // Upstream's eager_attention_forward: the key/value heads repeated num_key_value_groups times.
+  auto [output, weights] = tracetorch::models::eager_attention_forward(
+      query, key, value, given(kw.attention_mask) ? *kw.attention_mask : torch::Tensor(), scaling,
+      is_training() ? attention_dropout : 0.0, is_training());
+  return {o_proj(output.reshape({batch, length, -1}).contiguous()), weights};
 }
 
 GemmaDecoderLayerImpl::GemmaDecoderLayerImpl(const GemmaConfig& c, std::int64_t layer_idx) {

@@ -1,0 +1,75 @@
+// Reading a transformers config.json and a checkpoint into the Qwen3 port.
+#include "qwen3.hpp"
+
+#include <tracetorch/checkpoint.hpp>
+#include <tracetorch/config_file.hpp>
+
+#include <cmath>
+
+namespace qwen3 {
+
+Qwen3Config Qwen3Config::from_json_file(const std::filesystem::path& path) {
+  const tracetorch::ConfigFile file(path);
+  Qwen3Config config;
+  file.read("vocab_size", config.vocab_size);
+  file.read("hidden_size", config.hidden_size);
+  file.read("intermediate_size", config.intermediate_size);
+  file.read("num_hidden_layers", config.num_hidden_layers);
+  file.read("num_attention_heads", config.num_attention_heads);
+  file.read("num_key_value_heads", config.num_key_value_heads);
+  file.read("head_dim", config.head_dim);
+  file.read("hidden_act", config.hidden_act);
+  file.read("max_position_embeddings", config.max_position_embeddings);
+  file.read("rms_norm_eps", config.rms_norm_eps);
+  file.read("use_cache", config.use_cache);
+  file.read("rope_theta", config.rope_theta);
+  if (file.has("rope_scaling")) file.fail("rope_scaling", "must be null: only the default rope is ported for Qwen3");
+  file.read("attention_bias", config.attention_bias);
+  file.read("use_sliding_window", config.use_sliding_window);
+  file.read("sliding_window", config.sliding_window);
+  file.read("max_window_layers", config.max_window_layers);
+  file.read("layer_types", config.layer_types);
+  file.read("attention_dropout", config.attention_dropout);
+  file.read("pad_token_id", config.pad_token_id);
+  file.read("output_hidden_states", config.output_hidden_states);
+  file.read("output_attentions", config.output_attentions);
+  config.validate(path.string());
+  return config;
+}
+
+void Qwen3Config::validate(const std::string& where) {
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error("qwen3: " + where + ": " + why); };
+  if (!use_sliding_window) sliding_window.reset();  // Qwen3Config keeps the window only when used
+  if (layer_types.empty()) {
+    for (std::int64_t i = 0; i < num_hidden_layers; ++i) {
+      layer_types.emplace_back(sliding_window && i >= max_window_layers ? "sliding_attention" : "full_attention");
+    }
+  }
+  const std::pair<const char*, std::int64_t> sizes[] = {
+      {"vocab_size", vocab_size},       {"hidden_size", hidden_size},
+      {"intermediate_size", intermediate_size}, {"num_attention_heads", num_attention_heads},
+      {"num_key_value_heads", num_key_value_heads}, {"head_dim", head_dim},
+      {"max_position_embeddings", max_position_embeddings},
+  };
+  for (const auto& [key, value] : sizes) {
+    if (value <= 0) fail(std::string(key) + " is " + std::to_string(value) + ": sizes must be positive");
+  }
+  if (num_hidden_layers < 0) fail("num_hidden_layers must be >= 0");
+  if (static_cast<std::int64_t>(layer_types.size()) != num_hidden_layers) fail("layer_types must have one entry per layer");
+  for (const auto& type : layer_types) {
+    if (type != "full_attention" && type != "sliding_attention") fail("layer_types: unknown type \"" + type + "\"");
+    if (type == "sliding_attention" && !(sliding_window && *sliding_window > 0)) fail("a sliding layer needs sliding_window > 0");
+  }
+  if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
+  if (head_dim % 2 != 0) fail("head_dim must be even for rotary embeddings");
+  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) fail("rms_norm_eps must be a finite number > 0");
+  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) fail("rope_theta must be a finite number > 0");
+  if (pad_token_id && (*pad_token_id < 0 || *pad_token_id >= vocab_size)) fail("pad_token_id must be in [0, vocab_size)");
+  tracetorch::nn::get_activation(hidden_act);  // throws, listing the known names, for an unknown one
+}
+
+void load_state_dict(torch::nn::Module& model, const std::filesystem::path& weights) {
+  tracetorch::checkpoint::load(model, weights);
+}
+
+}  // namespace qwen3

@@ -1,0 +1,89 @@
+#pragma once
+/// \file
+/// What the shared decoder parts read from a family's config struct. The sizes every family has
+/// are read directly (config.hidden_size, ...); the fields only some families have are read here,
+/// each with upstream's meaning when the struct lacks it (no head_dim: hidden_size / heads; no
+/// attention_bias: false; no sliding window: full attention).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace tracetorch::detail {
+
+/// transformers' rope_scaling / rope_parameters for the types ported: "default" and "llama3".
+struct RopeScaling {
+  std::string rope_type = "default";
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  double original_max_position_embeddings = 8192;
+};
+
+template <class T>
+std::optional<std::int64_t> optional_int(const T& value) {
+  if constexpr (requires { value.has_value(); }) {
+    return value ? std::optional<std::int64_t>(*value) : std::nullopt;
+  } else {
+    return static_cast<std::int64_t>(value);
+  }
+}
+
+template <class Config>
+std::int64_t head_dim_of(const Config& c) {
+  if constexpr (requires { c.head_dim; }) {
+    if (auto dim = optional_int(c.head_dim)) return *dim;
+  }
+  return c.hidden_size / c.num_attention_heads;
+}
+
+template <class Config>
+bool attention_bias_of(const Config& c) {
+  if constexpr (requires { c.attention_bias; }) return c.attention_bias;
+  return false;
+}
+
+template <class Config>
+bool mlp_bias_of(const Config& c) {
+  if constexpr (requires { c.mlp_bias; }) return c.mlp_bias;
+  return false;
+}
+
+template <class Config>
+double attention_dropout_of(const Config& c) {
+  if constexpr (requires { c.attention_dropout; }) return c.attention_dropout;
+  return 0.0;
+}
+
+template <class Config>
+std::optional<std::int64_t> pad_token_id_of(const Config& c) {
+  if constexpr (requires { c.pad_token_id; }) return optional_int(c.pad_token_id);
+  return std::nullopt;
+}
+
+template <class Config>
+std::optional<RopeScaling> rope_scaling_of(const Config& c) {
+  if constexpr (requires { c.rope_scaling; }) return c.rope_scaling;
+  return std::nullopt;
+}
+
+/// The window of layer `layer_idx`, or nullopt for full attention: from `layer_types` when the
+/// config has them ("sliding_attention"), else the config's sliding_window for every layer
+/// (Mistral's).
+template <class Config>
+std::optional<std::int64_t> sliding_window_of(const Config& c, std::int64_t layer_idx) {
+  std::optional<std::int64_t> window;
+  if constexpr (requires { c.sliding_window; }) window = optional_int(c.sliding_window);
+  if constexpr (requires { c.layer_types; }) {
+    if (!c.layer_types.empty()) {
+      const bool sliding = layer_idx >= 0 && static_cast<std::size_t>(layer_idx) < c.layer_types.size() &&
+                           c.layer_types[static_cast<std::size_t>(layer_idx)] == "sliding_attention";
+      return sliding ? window : std::nullopt;
+    }
+  }
+  return window;
+}
+
+}  // namespace tracetorch::detail

@@ -1,0 +1,334 @@
+#pragma once
+/// \file
+/// Llama-style attention, decoder layer and model as class templates over a family, the way
+/// transformers' modular files derive a model from Llama's classes: a family is a struct deriving
+/// from `DecoderFamily<Config>` (Llama's conventions) that names itself and restates only what
+/// differs. Qwen3, for example, adds the per-head q_norm/k_norm and passes its layers' keywords in
+/// another order:
+///
+/// \code
+/// struct Qwen3 : tracetorch::models::DecoderFamily<Qwen3Config> {
+///   static constexpr std::string_view name = "Qwen3";      // Qwen3Model, Qwen3Attention, ...
+///   static constexpr bool qk_norm = true;
+/// };
+/// using Qwen3Model = tracetorch::models::Model<Qwen3>;      // traced as "Qwen3Model"
+/// \endcode
+///
+/// What a family can restate: `name`; `rms_norm` (RMSNormKind::one_plus_weight: Gemma);
+/// `qk_norm` (Qwen3); `scale_embeddings` (the embeddings times sqrt(hidden_size): Gemma);
+/// `cache_only_when_used` (past_key_values in the output only when use_cache: Qwen3);
+/// `Activation` (a module type, or torch::nn::AnyModule for ACT2FN[config.hidden_act]); the call
+/// conventions: `DecoderLayerKeywords` with `layer_keywords(const LayerCall&)` (what the model
+/// passes each layer), `AttentionKeywords` with `attention_keywords(h, layer_keywords)` (what a
+/// layer passes its self_attn), `ModelInputs`. A sliding window comes from the config
+/// (`sliding_window`, and `layer_types` where the config has them: Mistral, Qwen3).
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "tracetorch/cache.hpp"
+#include "tracetorch/capture.hpp"
+#include "tracetorch/keywords.hpp"
+#include "tracetorch/models/layers.hpp"
+
+namespace tracetorch::models {
+
+/// What upstream's LlamaDecoderLayer passes its self_attn, all by keyword, in that order.
+struct AttentionKeywords {
+  Keyword<torch::Tensor> hidden_states;
+  Keyword<torch::Tensor> attention_mask;
+  Keyword<torch::Tensor> position_ids;
+  Keyword<DynamicCache*> past_key_values;
+  Keyword<bool> use_cache = defaults_to(false);
+  Keyword<torch::Tensor> cache_position;
+  Keyword<PositionEmbeddings> position_embeddings;
+};
+TRACETORCH_KEYWORDS(AttentionKeywords, hidden_states, attention_mask, position_ids, past_key_values, use_cache,
+                    cache_position, position_embeddings);
+
+/// A decoder layer's keywords in LlamaDecoderLayer.forward's order (hidden_states positional).
+/// `use_cache` is the layer's own default (false) unless a caller passes it.
+struct DecoderLayerKeywords {
+  Keyword<torch::Tensor> attention_mask;
+  Keyword<torch::Tensor> position_ids;
+  Keyword<DynamicCache*> past_key_values;
+  Keyword<bool> use_cache = defaults_to(false);
+  Keyword<torch::Tensor> cache_position;
+  Keyword<PositionEmbeddings> position_embeddings;
+};
+TRACETORCH_KEYWORDS(DecoderLayerKeywords, attention_mask, position_ids, past_key_values, use_cache, cache_position,
+                    position_embeddings);
+
+/// The model's keyword inputs (LlamaModel.forward's order); use_cache and the output flags are
+/// in tracetorch::OutputOptions. attention_mask: [batch, kv] of 1/0 (padding), or a 4-d mask
+/// used as it is.
+struct ModelInputs {
+  Keyword<torch::Tensor> input_ids;
+  Keyword<torch::Tensor> attention_mask;
+  Keyword<torch::Tensor> position_ids;
+  Keyword<std::shared_ptr<DynamicCache>> past_key_values;
+  Keyword<torch::Tensor> inputs_embeds;
+  Keyword<torch::Tensor> cache_position;
+};
+TRACETORCH_KEYWORDS(ModelInputs, input_ids, attention_mask, position_ids, past_key_values, inputs_embeds, cache_position);
+
+/// transformers' BaseModelOutputWithPast: absent fields are left out of traces, as a ModelOutput's.
+struct BaseModelOutputWithPast {
+  torch::Tensor last_hidden_state;
+  std::shared_ptr<DynamicCache> past_key_values;
+  std::optional<std::vector<torch::Tensor>> hidden_states;
+  std::optional<std::vector<torch::Tensor>> attentions;
+};
+TRACETORCH_OUTPUT(BaseModelOutputWithPast, last_hidden_state, past_key_values, hidden_states, attentions);
+
+/// Everything the model hands its layers; a family's layer_keywords picks what it passes.
+struct LayerCall {
+  torch::Tensor attention_mask;  // the mask of the layer's attention type (full or sliding)
+  torch::Tensor position_ids;
+  DynamicCache* past_key_values = nullptr;
+  bool use_cache = false;
+  torch::Tensor cache_position;
+  PositionEmbeddings position_embeddings;
+};
+
+/// Llama's conventions (modeling_llama.py at 9ee3f431), the defaults a family restates in part.
+template <class ConfigType>
+struct DecoderFamily {
+  using Config = ConfigType;
+  using Activation = nn::SiLU;
+  using AttentionKeywords = models::AttentionKeywords;
+  using DecoderLayerKeywords = models::DecoderLayerKeywords;
+  using ModelInputs = models::ModelInputs;
+  static constexpr RMSNormKind rms_norm = RMSNormKind::weight;
+  static constexpr bool qk_norm = false;
+  static constexpr bool scale_embeddings = false;
+  static constexpr bool cache_only_when_used = false;
+
+  /// LlamaModel passes each layer these (not use_cache: the layer keeps its default).
+  static DecoderLayerKeywords layer_keywords(const LayerCall& call) {
+    return {.attention_mask = call.attention_mask,
+            .position_ids = call.position_ids,
+            .past_key_values = call.past_key_values,
+            .cache_position = call.cache_position,
+            .position_embeddings = call.position_embeddings};
+  }
+  /// LlamaDecoderLayer passes its self_attn its own keywords' values (`x=x` in Python passes the
+  /// value whether or not the layer's caller passed it) with the normed hidden states.
+  template <class LayerKeywords>
+  static AttentionKeywords attention_keywords(const torch::Tensor& hidden_states, const LayerKeywords& kw) {
+    return {.hidden_states = hidden_states,
+            .attention_mask = *kw.attention_mask,
+            .position_ids = *kw.position_ids,
+            .past_key_values = *kw.past_key_values,
+            .use_cache = *kw.use_cache,
+            .cache_position = *kw.cache_position,
+            .position_embeddings = *kw.position_embeddings};
+  }
+};
+
+/// Llama's attention: q/k/v/o projections (bias from config.attention_bias), with
+/// `Family::qk_norm` an RMSNorm over each head of q and k before the rotation (Qwen3), the
+/// cache updated, then eager attention. Returns (attn_output, attn_weights).
+template <class Family>
+struct AttentionImpl : torch::nn::Module {
+  AttentionImpl(const typename Family::Config& config, std::int64_t layer_idx);
+  std::tuple<torch::Tensor, torch::Tensor> forward(const typename Family::AttentionKeywords& kw);
+
+  std::int64_t head_dim, num_heads, num_key_value_heads, num_key_value_groups, layer_idx;
+  double scaling, attention_dropout;
+  std::optional<std::int64_t> sliding_window;  // the layer's window; the mask applies it
+  nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm<Family> q_norm{nullptr}, k_norm{nullptr};  // registered only when Family::qk_norm
+};
+template <class Family>
+using Attention = FamilyHolder<AttentionImpl<Family>, Family, "Attention">;
+
+/// Pre-norm decoder layer: h + self_attn(input_layernorm(h)), then + mlp(post_attention_layernorm(.)).
+template <class Family>
+struct DecoderLayerImpl : torch::nn::Module {
+  DecoderLayerImpl(const typename Family::Config& config, std::int64_t layer_idx);
+  torch::Tensor forward(const torch::Tensor& hidden_states, const typename Family::DecoderLayerKeywords& kw = {});
+
+  Attention<Family> self_attn{nullptr};
+  GatedMLP<Family> mlp{nullptr};
+  RMSNorm<Family> input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+template <class Family>
+using DecoderLayer = FamilyHolder<DecoderLayerImpl<Family>, Family, "DecoderLayer">;
+
+/// The base model: embed_tokens, layers, norm, rotary_emb. forward({.input_ids = ids}) as
+/// Python's model(input_ids=ids): a DynamicCache when use_cache (the call's, else the config's),
+/// cache_position and position_ids from the cache's length, the causal mask (with a 2-d padding
+/// attention_mask, and a sliding one for sliding layers), one rotary embedding for all layers.
+template <class Family>
+struct ModelImpl : torch::nn::Module {
+  /// transformers' _can_record_outputs: each layer's input (hidden_states), each attention's
+  /// weights (its output 1).
+  static constexpr auto can_record_outputs =
+      output_records(record<"hidden_states", DecoderLayer<Family>>(), record<"attentions", OutputRecorder<Attention<Family>, 1>>());
+
+  explicit ModelImpl(const typename Family::Config& config);
+  BaseModelOutputWithPast forward(const typename Family::ModelInputs& inputs, const OutputOptions& options = {});
+
+  typename Family::Config config;
+  nn::Embedding embed_tokens{nullptr};
+  nn::ModuleList layers{nullptr};
+  RMSNorm<Family> norm{nullptr};
+  RotaryEmbedding<Family> rotary_emb{nullptr};
+
+ private:
+  BaseModelOutputWithPast run_layers(const typename Family::ModelInputs& inputs, bool use_cache);
+  std::vector<std::optional<std::int64_t>> layer_windows_;  // each layer's sliding window, if any
+};
+template <class Family>
+using Model = FamilyHolder<ModelImpl<Family>, Family, "Model">;
+
+#ifndef TRACETORCH_DISABLE
+template <class F>
+detail::traceable_tag<Attention<F>> tracetorch_traceable_marker(AttentionImpl<F>*);
+template <class F>
+detail::traceable_tag<DecoderLayer<F>> tracetorch_traceable_marker(DecoderLayerImpl<F>*);
+template <class F>
+detail::traceable_tag<Model<F>> tracetorch_traceable_marker(ModelImpl<F>*);
+#endif
+
+// The member functions, out of class: a port's header can declare `extern template struct
+// ModelImpl<Family>;` and compile them once, in its own source file.
+
+template <class Family>
+AttentionImpl<Family>::AttentionImpl(const typename Family::Config& c, std::int64_t layer_idx_)
+    : head_dim(detail::head_dim_of(c)),
+      num_heads(c.num_attention_heads),
+      num_key_value_heads(c.num_key_value_heads),
+      num_key_value_groups(c.num_attention_heads / c.num_key_value_heads),
+      layer_idx(layer_idx_),
+      scaling(std::pow(static_cast<double>(detail::head_dim_of(c)), -0.5)),
+      attention_dropout(detail::attention_dropout_of(c)),
+      sliding_window(detail::sliding_window_of(c, layer_idx_)) {
+  using torch::nn::LinearOptions;
+  const bool bias = detail::attention_bias_of(c);
+  const auto q_out = num_heads * head_dim, kv_out = num_key_value_heads * head_dim;
+  q_proj = register_module("q_proj", nn::Linear(LinearOptions(c.hidden_size, q_out).bias(bias)));
+  k_proj = register_module("k_proj", nn::Linear(LinearOptions(c.hidden_size, kv_out).bias(bias)));
+  v_proj = register_module("v_proj", nn::Linear(LinearOptions(c.hidden_size, kv_out).bias(bias)));
+  o_proj = register_module("o_proj", nn::Linear(LinearOptions(q_out, c.hidden_size).bias(bias)));
+  if constexpr (Family::qk_norm) {
+    q_norm = register_module("q_norm", RMSNorm<Family>(head_dim, c.rms_norm_eps));
+    k_norm = register_module("k_norm", RMSNorm<Family>(head_dim, c.rms_norm_eps));
+  }
+}
+
+template <class Family>
+std::tuple<torch::Tensor, torch::Tensor> AttentionImpl<Family>::forward(const typename Family::AttentionKeywords& kw) {
+  const auto& hidden_states = *kw.hidden_states;
+  auto shape = hidden_states.sizes().vec();  // (*input_shape, -1, head_dim)
+  shape.back() = -1;
+  shape.push_back(head_dim);
+  // Each norm right after its projection (q_proj, q_norm, k_proj, k_norm), as upstream calls them.
+  auto query = q_proj(hidden_states).view(shape);
+  if constexpr (Family::qk_norm) query = q_norm(query);
+  auto key = k_proj(hidden_states).view(shape);
+  if constexpr (Family::qk_norm) key = k_norm(key);
+  auto value = v_proj(hidden_states).view(shape).transpose(1, 2);
+  const auto& [cos, sin] = *kw.position_embeddings;
+  std::tie(query, key) = apply_rotary_pos_emb(query.transpose(1, 2), key.transpose(1, 2), cos, sin);
+  if (DynamicCache* cache = kw.past_key_values.value_or(nullptr)) std::tie(key, value) = cache->update(key, value, layer_idx);
+  auto [output, weights] = eager_attention_forward(query, key, value, *kw.attention_mask, scaling,
+                                                   is_training() ? attention_dropout : 0.0, is_training());
+  shape.pop_back();
+  return {o_proj(output.reshape(shape).contiguous()), weights};
+}
+
+template <class Family>
+DecoderLayerImpl<Family>::DecoderLayerImpl(const typename Family::Config& c, std::int64_t layer_idx) {
+  self_attn = register_module("self_attn", Attention<Family>(c, layer_idx));
+  mlp = register_module("mlp", GatedMLP<Family>(c));
+  input_layernorm = register_module("input_layernorm", RMSNorm<Family>(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm<Family>(c.hidden_size, c.rms_norm_eps));
+}
+
+template <class Family>
+torch::Tensor DecoderLayerImpl<Family>::forward(const torch::Tensor& hidden_states,
+                                                const typename Family::DecoderLayerKeywords& kw) {
+  auto residual = hidden_states;
+  auto h = std::get<0>(self_attn(Family::attention_keywords(input_layernorm(hidden_states), kw)));
+  h = residual + h;
+  residual = h;
+  return residual + mlp(post_attention_layernorm(h));
+}
+
+template <class Family>
+ModelImpl<Family>::ModelImpl(const typename Family::Config& c) : config(c) {
+  if constexpr (requires { config.validate(std::string()); }) config.validate(std::string(Family::name) + "Config");
+  auto embedding = torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size);
+  if (const auto pad = detail::pad_token_id_of(c)) embedding.padding_idx(*pad);
+  embed_tokens = register_module("embed_tokens", nn::Embedding(embedding));
+  layers = register_module("layers", nn::ModuleList());
+  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    layers->push_back(DecoderLayer<Family>(c, i));
+    layer_windows_.push_back(detail::sliding_window_of(c, i));
+  }
+  norm = register_module("norm", RMSNorm<Family>(c.hidden_size, c.rms_norm_eps));
+  rotary_emb = register_module("rotary_emb", RotaryEmbedding<Family>(c));
+}
+
+template <class Family>
+BaseModelOutputWithPast ModelImpl<Family>::forward(const typename Family::ModelInputs& inputs, const OutputOptions& options) {
+  const auto given = [](const Keyword<torch::Tensor>& k) { return k.has_value() && k->defined(); };
+  const std::string model(std::string(Family::name) + "Model");
+  if (given(inputs.input_ids) == given(inputs.inputs_embeds)) {
+    throw Error(model + ": give exactly one of input_ids and inputs_embeds");
+  }
+  if (given(inputs.input_ids) && inputs.input_ids->dim() != 2) {
+    throw Error(model + ": input_ids must be [batch, seq], got " + std::to_string(inputs.input_ids->dim()) + " dimensions");
+  }
+  const bool use_cache = options.use_cache.value_or(config.use_cache);
+  return capture_outputs(*this, merge_with_config_defaults(*this, options), [&] { return run_layers(inputs, use_cache); });
+}
+
+template <class Family>
+BaseModelOutputWithPast ModelImpl<Family>::run_layers(const typename Family::ModelInputs& inputs, bool use_cache) {
+  const auto given = [](const Keyword<torch::Tensor>& k) { return k.has_value() && k->defined(); };
+  auto hidden_states = given(inputs.inputs_embeds) ? *inputs.inputs_embeds : embed_tokens(*inputs.input_ids);
+  if constexpr (Family::scale_embeddings) {  // a 0-d tensor of the hidden dtype, as upstream (Gemma)
+    hidden_states = hidden_states * torch::tensor(std::pow(static_cast<double>(config.hidden_size), 0.5), hidden_states.scalar_type());
+  }
+  std::shared_ptr<DynamicCache> cache = inputs.past_key_values.value_or(nullptr);
+  if (use_cache && !cache) cache = std::make_shared<DynamicCache>(config.num_hidden_layers);
+  const auto past_seen = cache ? cache->get_seq_length() : 0;
+  auto cache_position = *inputs.cache_position;
+  if (!given(inputs.cache_position)) {
+    cache_position = torch::arange(past_seen, past_seen + hidden_states.size(1),
+                                   torch::TensorOptions(torch::kInt64).device(hidden_states.device()));
+  }
+  const auto position_ids = given(inputs.position_ids) ? *inputs.position_ids : cache_position.unsqueeze(0);
+  // A DynamicCache keeps every key: kv = past + new from offset 0, for full and sliding layers.
+  const auto batch = hidden_states.size(0), kv_length = past_seen + cache_position.size(0);
+  const auto mask_for = [&](std::optional<std::int64_t> window) {
+    return create_causal_mask(cache_position, batch, kv_length, 0, *inputs.attention_mask, window, hidden_states.options());
+  };
+  const auto full_mask = mask_for(std::nullopt);
+  std::optional<std::int64_t> built_window;
+  torch::Tensor sliding_mask;
+  LayerCall call{.position_ids = position_ids, .past_key_values = cache.get(), .use_cache = use_cache,
+                 .cache_position = cache_position, .position_embeddings = rotary_emb(hidden_states, position_ids)};
+  for (std::size_t i = 0; i < layers->size(); ++i) {
+    const auto window = layer_windows_[i];
+    if (window && window != built_window) sliding_mask = mask_for(built_window = window);
+    call.attention_mask = window ? sliding_mask : full_mask;
+    // Through the holder type, so the call is traced (as<DecoderLayerImpl> would not be).
+    hidden_states = (*layers)[i]->as<DecoderLayer<Family>>()->forward(hidden_states, Family::layer_keywords(call));
+  }
+  const bool keep_cache = use_cache || !Family::cache_only_when_used;
+  return {.last_hidden_state = norm(hidden_states), .past_key_values = keep_cache ? cache : nullptr};
+}
+
+}  // namespace tracetorch::models
