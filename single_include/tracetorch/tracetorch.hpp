@@ -479,7 +479,7 @@ TRACETORCH_DETAIL_CONFIG_MEMBER(use_cache);
 // ---- begin tracetorch/detail/module/traced.hpp ----
 /// \file
 /// `Traced<Impl, Name>`: the class derived from a user's `Impl` whose `forward` has the exact
-/// signature of `Impl::forward` and hands the call to the attached observers (detail/call.hpp).
+/// signature of `Impl::forward` and hands the call to the attached observers (detail/module/call.hpp).
 
 #include <torch/torch.h>
 
@@ -846,6 +846,614 @@ R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const D
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/debugger/debug_io.hpp ----
+// ---- begin tracetorch/detail/nonfinite/watch.hpp ----
+/// \file
+/// A non-finite sentinel hung on a model's traced modules for as long as a watch lives: what
+/// the debugger's option, the standalone scope and a call's `find_nonfinite` option each hold.
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/module/attachments.hpp ----
+/// \file
+/// Hanging observers on module instances and taking them off again: shared by the debugger
+/// (every traced module) and output capture (the modules its recorders select).
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace tracetorch::detail {
+
+/// Containers have no forward of their own (Python's ModuleList is never called either), so
+/// they are not reported as untraced; their elements are checked on their own.
+inline bool is_container(const torch::nn::Module& module) noexcept {
+  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
+}
+
+/// A set of attachments owned together; removed, newest first, on destruction.
+class AttachmentSet {
+ public:
+  AttachmentSet() = default;
+  AttachmentSet(const AttachmentSet&) = delete;
+  AttachmentSet& operator=(const AttachmentSet&) = delete;
+  ~AttachmentSet() { detach(); }
+
+  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
+  /// Modules that are not traced (and not containers) are listed in untraced().
+  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
+    const auto named = root.named_modules("", /*include_self=*/true);
+    std::unique_lock lock(attachment_mutex());
+    attachments_.reserve(attachments_.size() + named.size());
+    for (const auto& item : named) {
+      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
+      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
+      if (traced == nullptr) {
+        if (!is_container(*item.value())) untraced_.push_back(path);
+        continue;
+      }
+      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
+    }
+  }
+
+  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
+  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
+    std::unique_lock lock(attachment_mutex());
+    add_locked(module, observer, std::move(module_path), false, false, tag);
+  }
+
+  void detach() noexcept {
+    std::unique_lock lock(attachment_mutex());
+    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
+      Attachment& at = **it;
+      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
+      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
+      if (head == &at) {
+        at.module->attachments_.store(at.next, std::memory_order_release);
+        continue;
+      }
+      for (Attachment* p = head; p != nullptr; p = p->next) {
+        if (p->next == &at) {
+          p->next = at.next;
+          break;
+        }
+      }
+    }
+    attachments_.clear();
+  }
+
+  bool empty() const noexcept { return attachments_.empty(); }
+  const std::vector<std::unique_ptr<Attachment>>& entries() const noexcept { return attachments_; }
+  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
+
+ private:
+  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
+                  bool has_children, std::size_t tag) {
+    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
+    at.observer = &observer;
+    at.module = &module;
+    at.module_path = std::move(module_path);
+    at.is_root = is_root;
+    at.has_children = has_children;
+    at.tag = tag;
+    at.next = module.attachments_.load(std::memory_order_acquire);
+    module.attachments_.store(&at, std::memory_order_release);
+  }
+
+  std::vector<std::unique_ptr<Attachment>> attachments_;
+  std::vector<std::string> untraced_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/module/attachments.hpp ----
+// ---- begin tracetorch/detail/nonfinite/finding.hpp ----
+/// \file
+/// What the non-finite sentinel found: a module call and one of its values holding NaN or Inf,
+/// and the one line that names it. No LibTorch here: OutputOptions carries a pointer to it.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tracetorch {
+
+/// The first module call whose outputs held NaN or Inf while its inputs were finite, or the
+/// root's own inputs where those were not finite already (`in_root_inputs`).
+struct NonFinite {
+  /// The module path as a trace names it: `LlamaModel.layers.1.mlp.down_proj`.
+  std::string module_path;
+  /// Which call of that path in its forward, counted from 1 as the debugger's `_call2` files
+  /// and tracetorch-diff's `(call 2)` count.
+  int call = 1;
+  /// The value, as tracetorch-diff names a value's place in its call: `outputs` (the result
+  /// itself), `outputs.0` (element 0 of a tuple or list), `outputs.last_hidden_state` (a field
+  /// of an output struct), `outputs.hidden_states.2`; for the root's inputs `inputs.args.0` or
+  /// `inputs.kwargs.inputs_embeds`.
+  std::string location;
+  /// true: the root was called with this non-finite input, so no module made it.
+  bool in_root_inputs = false;
+  std::int64_t nan = 0;
+  std::int64_t positive_inf = 0;
+  std::int64_t negative_inf = 0;
+  /// The value's number of elements (of a complex tensor: real and imaginary parts counted
+  /// apart, two per element).
+  std::int64_t elements = 0;
+  /// Inputs of the call that it changed in place (their version moved while it ran): their
+  /// values on entry are unknown, and were taken as finite.
+  std::vector<std::string> changed_in_place;
+
+  /// `first non-finite: PATH (call K) LOCATION: N of M elements NaN`, see nonfinite_message.
+  std::string message() const;
+};
+
+/// The line a program prints:
+/// `first non-finite: LlamaModel.layers.1.mlp.down_proj (call 1) outputs: 3 of 64 elements NaN`.
+/// Each kind present is listed, in the order NaN, +Inf, -Inf, as `N of M elements KIND`,
+/// separated by ", ". A root input ends with `, already in the root's inputs`; an input changed
+/// in place with `; changed in place by the call, unchecked on entry: LOCATION[, LOCATION]`.
+inline std::string nonfinite_message(const NonFinite& found) {
+  std::string line = "first non-finite: " + found.module_path + " (call " + std::to_string(found.call) + ") " +
+                     found.location + ": ";
+  const std::string of = " of " + std::to_string(found.elements) + " elements ";
+  const std::pair<std::int64_t, const char*> kinds[] = {
+      {found.nan, "NaN"}, {found.positive_inf, "+Inf"}, {found.negative_inf, "-Inf"}};
+  bool first = true;
+  for (const auto& [count, kind] : kinds) {
+    if (count == 0) continue;
+    if (!first) line += ", ";
+    line += std::to_string(count) + of + kind;
+    first = false;
+  }
+  if (found.in_root_inputs) line += ", already in the root's inputs";
+  if (!found.changed_in_place.empty()) {
+    line += "; changed in place by the call, unchecked on entry: ";
+    for (std::size_t i = 0; i < found.changed_in_place.size(); ++i) {
+      line += (i == 0 ? "" : ", ") + found.changed_in_place[i];
+    }
+  }
+  return line;
+}
+
+inline std::string NonFinite::message() const { return nonfinite_message(*this); }
+
+}  // namespace tracetorch
+// ---- end tracetorch/detail/nonfinite/finding.hpp ----
+// ---- begin tracetorch/detail/nonfinite/sentinel.hpp ----
+/// \file
+/// The non-finite sentinel: an observer of every traced call that names the first call whose
+/// outputs hold NaN or Inf while its inputs were finite. One reduction per output tensor; a
+/// call's inputs are checked only once one of its outputs is not finite (their values are still
+/// those of the call's entry unless their version moved), the root's inputs on entry.
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/nonfinite/values.hpp ----
+/// \file
+/// The non-finite sentinel's view of a call's values: which tensors can hold NaN or Inf, where
+/// each one sits in the call (named as tracetorch-diff names it), the one reduction that says
+/// whether a tensor is finite, and the counting done only for the value that is not.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/trace/format.hpp ----
+/// \file
+/// The trace format of the model addition debugger, one owner for its names: the JSON keys of
+/// a call node and of a tensor record, the file names of a trace, the stems of its tensor files.
+
+#include <string>
+#include <string_view>
+
+namespace tracetorch::detail::trace_format {
+
+// A call node: {"module_path": ..., "inputs": {...}, "children": [...]} or, on a leaf, "outputs".
+inline constexpr char kModulePath[] = "module_path";
+inline constexpr char kInputs[] = "inputs";
+inline constexpr char kOutputs[] = "outputs";
+inline constexpr char kChildren[] = "children";
+
+// A call's inputs: {"args": [...], "kwargs": {...}}.
+inline constexpr char kArgs[] = "args";
+inline constexpr char kKwargs[] = "kwargs";
+
+// A tensor record: {"shape": "torch.Size([2, 7])", "dtype": "torch.float32", "value": ..., "mean": ...}.
+// "value" is "./<file>.safetensors" (use_repr=false) or the lines of print(tensor) (use_repr=true);
+// the _SUMMARY.json leaves it out.
+inline constexpr char kShape[] = "shape";
+inline constexpr char kDtype[] = "dtype";
+inline constexpr char kValue[] = "value";
+// The statistics of a floating tensor, each Python's repr of a 0-d tensor: "tensor(-5.1862e-03)".
+inline constexpr char kMean[] = "mean";
+inline constexpr char kStd[] = "std";
+inline constexpr char kMin[] = "min";
+inline constexpr char kMax[] = "max";
+inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
+inline constexpr char kShapePrefix[] = "torch.Size([";
+inline constexpr char kShapeSuffix[] = "])";
+inline constexpr char kDtypePrefix[] = "torch.";
+/// torch.complex32, torch.complex64, torch.complex128: compared part by part.
+inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
+
+// A value's place in its call, as the reader names it: "inputs.args.0", "inputs.kwargs.mask.1", "outputs".
+inline constexpr char kLocationSeparator = '.';
+
+// The files of a trace: <Root>_debug_tree_FULL_TENSORS.json, <Root>_debug_tree_SUMMARY.json and,
+// with use_repr=false, one <stem>.safetensors per tensor (the tensor under the key "data"),
+// named in the JSON as "./<stem>.safetensors".
+inline constexpr char kFullTensorsSuffix[] = "_debug_tree_FULL_TENSORS.json";
+inline constexpr char kSummarySuffix[] = "_debug_tree_SUMMARY.json";
+inline constexpr char kTensorFileExtension[] = ".safetensors";
+inline constexpr char kTensorFilePrefix[] = "./";
+inline constexpr char kTensorKey[] = "data";
+
+// A tensor file's stem, transformers' naming: <module_path>[_call<N>]_inputs_args_0,
+// <module_path>_inputs_kwargs_<name>, <module_path>_outputs, then _<index> or _<key> per level.
+// The root's outputs are <Root>_outputs*, written as files but left out of the JSON.
+inline constexpr char kCallStem[] = "_call";
+inline constexpr char kInputsStem[] = "_inputs";
+inline constexpr char kOutputsStem[] = "_outputs";
+inline constexpr char kArgsStem[] = "_args_";
+inline constexpr char kKwargsStem[] = "_kwargs_";
+inline constexpr char kStemSeparator = '_';
+
+inline std::string full_tensors_file_name(std::string_view root) { return std::string(root) + kFullTensorsSuffix; }
+inline std::string summary_file_name(std::string_view root) { return std::string(root) + kSummarySuffix; }
+
+/// "./<stem>.safetensors" -> "<stem>.safetensors": the file's name in the trace directory.
+inline std::string_view tensor_file_name(std::string_view value) {
+  return value.starts_with(kTensorFilePrefix) ? value.substr(std::string_view(kTensorFilePrefix).size()) : value;
+}
+
+}  // namespace tracetorch::detail::trace_format
+// ---- end tracetorch/detail/trace/format.hpp ----
+
+namespace tracetorch::detail {
+
+/// Floating and complex tensors with elements: the only ones that can hold NaN or Inf.
+inline bool may_be_nonfinite(const torch::Tensor& tensor) {
+  return tensor.defined() && tensor.layout() == torch::kStrided && !tensor.is_meta() &&
+         (tensor.is_floating_point() || tensor.is_complex()) && tensor.numel() > 0;
+}
+
+/// The sentinel's one reduction per value.
+inline bool all_finite(const torch::Tensor& tensor) {
+  const torch::NoGradGuard no_grad;
+  return torch::isfinite(tensor).all().item<bool>();
+}
+
+/// Counts NaN, +Inf and -Inf into `found`; a complex tensor part by part.
+inline void count_nonfinite(const torch::Tensor& tensor, NonFinite& found) {
+  const torch::NoGradGuard no_grad;
+  const torch::Tensor parts = tensor.is_complex() ? torch::view_as_real(tensor.resolve_conj()) : tensor;
+  found.nan = torch::isnan(parts).sum().item<std::int64_t>();
+  found.positive_inf = torch::isposinf(parts).sum().item<std::int64_t>();
+  found.negative_inf = torch::isneginf(parts).sum().item<std::int64_t>();
+  found.elements = parts.numel();
+}
+
+/// Walks a call's arguments or result and hands `sink(location, tensor)` each tensor that
+/// may_be_nonfinite, located as the trace reader locates values: `inputs.args.0`,
+/// `inputs.kwargs.mask.1`, `outputs`, `outputs.last_hidden_state`.
+template <class Sink>
+class TensorLocations final : public ArgumentVisitor {
+ public:
+  /// `base`: the location of a result (`outputs`); arguments set their own as they come.
+  TensorLocations(std::string base, Sink& sink) : location_(std::move(base)), sink_(sink) {}
+
+  void positional(std::size_t index) override { at_argument(trace_format::kArgs, std::to_string(index)); }
+  void keyword(std::string_view name) override { at_argument(trace_format::kKwargs, name); }
+  void tensor(const torch::Tensor& value) override {
+    if (may_be_nonfinite(value)) sink_(location_, value);
+  }
+  void begin_sequence() override { open_.push_back(location_.size()); }
+  void begin_mapping() override { open_.push_back(location_.size()); }
+  void element(std::size_t index) override { at_key(std::to_string(index)); }
+  void entry(std::string_view key) override { at_key(key); }
+  void end() override {
+    location_.resize(open_.back());
+    open_.pop_back();
+  }
+  void none() override {}
+  void boolean(bool) override {}
+  void integer(std::int64_t) override {}
+  void floating(double) override {}
+  void string(std::string_view) override {}
+  void dtype(c10::ScalarType) override {}
+  void repr(std::string_view) override {}
+
+ private:
+  void at_argument(std::string_view kind, std::string_view key) {
+    location_.assign(trace_format::kInputs);
+    location_ += trace_format::kLocationSeparator;
+    location_ += kind;
+    location_ += trace_format::kLocationSeparator;
+    location_ += key;
+  }
+  void at_key(std::string_view key) {
+    location_.resize(open_.back());
+    location_ += trace_format::kLocationSeparator;
+    location_ += key;
+  }
+
+  std::string location_;
+  std::vector<std::size_t> open_;  // the location's length at each open sequence or mapping
+  Sink& sink_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/nonfinite/values.hpp ----
+
+namespace tracetorch::detail {
+
+/// Follows one forward at a time, on the thread whose root call finds it free (other threads'
+/// calls run unwatched meanwhile), and stops looking once it has found something.
+class NonFiniteSentinel final : public CallObserver {
+ public:
+  explicit NonFiniteSentinel(std::string root_name) : root_name_(std::move(root_name)) {}
+
+  bool on_enter(const Attachment& at, const CallArgs& args) override {
+    if (found_any_.load(std::memory_order_relaxed)) return false;
+    const auto me = std::this_thread::get_id();
+    if (owner_.load(std::memory_order_relaxed) != me && !(at.is_root && claim(me))) return false;
+    const bool outermost = depth_ == 0;
+    if (outermost) calls_.clear();
+    Frame& frame = push(at);
+    try {
+      frame.call = ++calls_[&at];
+      const auto keep = [&frame](const std::string& location, const torch::Tensor& tensor) {
+        frame.inputs.push_back({location, tensor, tensor.is_inference() ? -1 : static_cast<std::int64_t>(tensor._version())});
+      };
+      TensorLocations<decltype(keep)> inputs(trace_format::kInputs, keep);
+      args.visit(inputs);
+      if (outermost) check_root_inputs(frame);
+    } catch (...) {
+      pop();  // the call will not be followed: nothing of it stays
+      throw;
+    }
+    return true;
+  }
+
+  void on_exit(const Attachment&, const CallResult& result) override {
+    try {
+      if (!found_any_.load(std::memory_order_relaxed)) check_outputs(frames_[depth_ - 1], result);
+    } catch (...) {
+      pop();
+      throw;
+    }
+    pop();
+  }
+
+  void on_unwind(const Attachment&) noexcept override { pop(); }
+
+  /// What was found first since the start or the last clear().
+  std::optional<NonFinite> first() const {
+    const std::lock_guard lock(found_mutex_);
+    return found_;
+  }
+  /// Looks again from the next forward on.
+  void clear() {
+    const std::lock_guard lock(found_mutex_);
+    found_.reset();
+    found_any_.store(false);
+  }
+
+  /// The watch's end: no forward starts from now on, and one another thread is following ends
+  /// before this returns (the debugger session's close() says why this order is safe).
+  void close() noexcept {
+    closing_.store(true);
+    for (auto owner = owner_.load(); owner != std::thread::id() && owner != std::this_thread::get_id();
+         owner = owner_.load()) {
+      owner_.wait(owner);
+    }
+  }
+
+ private:
+  struct Input {
+    std::string location;
+    torch::Tensor tensor;
+    std::int64_t version;  // -1: an inference tensor, which keeps no version
+  };
+  struct Frame {
+    std::string_view path;
+    int call = 0;
+    bool root = false;
+    std::vector<Input> inputs;  // kept between calls: their capacity is reused
+  };
+
+  bool claim(std::thread::id me) {
+    std::thread::id nobody;
+    if (!owner_.compare_exchange_strong(nobody, me)) return false;
+    if (!closing_.load()) return true;
+    release();
+    return false;
+  }
+  void release() noexcept {
+    owner_.store(std::thread::id());
+    owner_.notify_all();
+  }
+
+  Frame& push(const Attachment& at) {
+    if (depth_ == frames_.size()) frames_.emplace_back();
+    Frame& frame = frames_[depth_++];
+    frame.root = depth_ == 1;
+    frame.path = frame.root ? std::string_view(root_name_) : std::string_view(at.module_path);
+    return frame;
+  }
+  void pop() noexcept {
+    frames_[--depth_].inputs.clear();  // no tensor outlives its call here
+    if (depth_ == 0) release();
+  }
+
+  void check_root_inputs(const Frame& frame) {
+    for (const auto& input : frame.inputs) {
+      if (all_finite(input.tensor)) continue;
+      record(frame, input.location, input.tensor, true, {});
+      return;
+    }
+  }
+
+  void check_outputs(const Frame& frame, const CallResult& result) {
+    std::string location;
+    torch::Tensor bad;
+    const auto look = [&](const std::string& where, const torch::Tensor& tensor) {
+      if (bad.defined() || all_finite(tensor)) return;
+      bad = tensor;
+      location = where;
+    };
+    TensorLocations<decltype(look)> outputs(trace_format::kOutputs, look);
+    result.visit(outputs);
+    if (!bad.defined()) return;
+    std::vector<std::string> changed;
+    for (const auto& input : frame.inputs) {
+      if (input.version >= 0 && input.tensor._version() != input.version) {
+        changed.push_back(input.location);  // its values on entry are gone
+      } else if (!all_finite(input.tensor)) {
+        return;  // it came in: a call it came from, or the caller's own code, made it
+      }
+    }
+    record(frame, location, bad, false, std::move(changed));
+  }
+
+  void record(const Frame& frame, const std::string& location, const torch::Tensor& tensor, bool root_input,
+              std::vector<std::string> changed) {
+    NonFinite found{.module_path = std::string(frame.path), .call = frame.call, .location = location,
+                    .in_root_inputs = root_input, .changed_in_place = std::move(changed)};
+    count_nonfinite(tensor, found);
+    const std::lock_guard lock(found_mutex_);
+    found_ = std::move(found);
+    found_any_.store(true);
+  }
+
+  std::string root_name_;
+  std::atomic<std::thread::id> owner_{};
+  std::atomic<bool> closing_{false};
+  std::atomic<bool> found_any_{false};
+  mutable std::mutex found_mutex_;
+  std::optional<NonFinite> found_;
+  // The owner thread's alone.
+  std::vector<Frame> frames_;
+  std::size_t depth_ = 0;
+  std::unordered_map<const Attachment*, int> calls_;  // this forward's calls per module, as the debugger counts
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/nonfinite/sentinel.hpp ----
+
+namespace tracetorch::detail {
+
+class NonFiniteWatch {
+ public:
+  NonFiniteWatch(torch::nn::Module& model, std::string root_name) : sentinel_(root_name) {
+    attachments_.attach(model, root_name, sentinel_);
+  }
+  NonFiniteWatch(const NonFiniteWatch&) = delete;
+  NonFiniteWatch& operator=(const NonFiniteWatch&) = delete;
+  /// A forward another thread is following runs to its end before the attachments go.
+  ~NonFiniteWatch() {
+    sentinel_.close();
+    attachments_.detach();
+  }
+
+  std::optional<NonFinite> first() const { return sentinel_.first(); }
+  void clear() { sentinel_.clear(); }
+  const std::vector<std::string>& untraced() const noexcept { return attachments_.untraced(); }
+
+ private:
+  NonFiniteSentinel sentinel_;  // declared first: it outlives its attachments
+  AttachmentSet attachments_;
+};
+
+/// An options struct whose `find_nonfinite` says where a call's finding goes (OutputOptions).
+template <class T>
+concept has_nonfinite_keyword = requires(const T& options) {
+  { options.find_nonfinite } -> std::convertible_to<std::optional<NonFinite>*>;
+};
+
+template <class... A>
+inline constexpr bool any_nonfinite_keywords = (has_nonfinite_keyword<std::remove_cvref_t<A>> || ...);
+
+/// The first `find_nonfinite` the call's arguments set, else null.
+template <class... A>
+std::optional<NonFinite>* nonfinite_request(const A&... args) {
+  std::optional<NonFinite>* request = nullptr;
+  const auto look = [&](const auto& arg) {
+    if constexpr (has_nonfinite_keyword<std::remove_cvref_t<decltype(arg)>>) {
+      if (request == nullptr) request = arg.find_nonfinite;
+    }
+  };
+  (look(args), ...);
+  return request;
+}
+
+/// True on a thread while a call asked for find_nonfinite runs: its own traced forward, entered
+/// again under the watch, and sub-models given the same options do not start another.
+inline bool& nonfinite_running() {
+  thread_local bool running = false;
+  return running;
+}
+
+/// Runs `call` (the traced forward of `root` again) under a watch rooted at `root`; `found`
+/// is emptied first and holds the finding after, also where the call throws. `root` may be a
+/// module whose forward is const: attaching touches only its attachment list, which tracing
+/// owns, not what const promises of the module.
+template <class R, class Call>
+R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
+                        Call&& call) {
+  found.reset();
+  struct Running {
+    Running() { nonfinite_running() = true; }
+    ~Running() { nonfinite_running() = false; }
+  } running;
+  NonFiniteWatch watch(const_cast<torch::nn::Module&>(root), std::string(root_name));
+  struct Report {
+    NonFiniteWatch& watch;
+    std::optional<NonFinite>& found;
+    ~Report() {
+      try {
+        found = watch.first();
+      } catch (...) {  // only bad_alloc: `found` stays empty
+      }
+    }
+  } report{watch, found};
+  return call();
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/nonfinite/watch.hpp ----
 
 namespace tracetorch::detail {
 
@@ -884,9 +1492,17 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
 }
 
 // The body of every traced entry point: one acquire load and one branch when nothing is
-// attached; otherwise the observers see the call (detail/call.hpp).
+// attached; otherwise the observers see the call (detail/module/call.hpp).
 #ifndef TRACETORCH_DISABLE
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
+  if constexpr (::tracetorch::detail::any_nonfinite_keywords<Types...>) {                         \
+    if (auto* found = ::tracetorch::detail::nonfinite_request(values...);                         \
+        found != nullptr && !::tracetorch::detail::nonfinite_running()) [[unlikely]] {            \
+      return ::tracetorch::detail::run_finding_nonfinite<R>(*this, this->traced_name(), *found, [&]() -> R { \
+        return this->call(std::forward<Types>(values)...);                                        \
+      });                                                                                         \
+    }                                                                                             \
+  }                                                                                               \
   if constexpr (::tracetorch::detail::any_debug_io_keywords<Types...>) {                          \
     if (auto request = ::tracetorch::detail::debug_io_request(values...);                         \
         request && !::tracetorch::detail::debug_io_running()) [[unlikely]] {                      \
@@ -1544,6 +2160,11 @@ struct OutputOptions {
   std::optional<bool> debug_io;
   std::optional<std::string> debug_io_dir;
   std::optional<bool> prune_layers;
+  /// Watch this call with the non-finite sentinel (<tracetorch/nonfinite.hpp>): `*find_nonfinite`
+  /// is emptied, then holds the first module call whose outputs held NaN or Inf while its inputs
+  /// were finite. As debug_io, read by the traced forward that takes these options; not a
+  /// keyword of the trace.
+  std::optional<NonFinite>* find_nonfinite = nullptr;
 };
 
 /// How `capture_outputs` finishes hidden_states.
@@ -2047,107 +2668,6 @@ inline void unpatch_all_model_recorders() {
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/module/attachments.hpp ----
-/// \file
-/// Hanging observers on module instances and taking them off again: shared by the debugger
-/// (every traced module) and output capture (the modules its recorders select).
-
-#include <torch/torch.h>
-
-#include <atomic>
-#include <cstddef>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
-
-
-namespace tracetorch::detail {
-
-/// Containers have no forward of their own (Python's ModuleList is never called either), so
-/// they are not reported as untraced; their elements are checked on their own.
-inline bool is_container(const torch::nn::Module& module) noexcept {
-  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
-}
-
-/// A set of attachments owned together; removed, newest first, on destruction.
-class AttachmentSet {
- public:
-  AttachmentSet() = default;
-  AttachmentSet(const AttachmentSet&) = delete;
-  AttachmentSet& operator=(const AttachmentSet&) = delete;
-  ~AttachmentSet() { detach(); }
-
-  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
-  /// Modules that are not traced (and not containers) are listed in untraced().
-  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
-    const auto named = root.named_modules("", /*include_self=*/true);
-    std::unique_lock lock(attachment_mutex());
-    attachments_.reserve(attachments_.size() + named.size());
-    for (const auto& item : named) {
-      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
-      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
-      if (traced == nullptr) {
-        if (!is_container(*item.value())) untraced_.push_back(path);
-        continue;
-      }
-      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
-    }
-  }
-
-  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
-  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
-    std::unique_lock lock(attachment_mutex());
-    add_locked(module, observer, std::move(module_path), false, false, tag);
-  }
-
-  void detach() noexcept {
-    std::unique_lock lock(attachment_mutex());
-    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
-      Attachment& at = **it;
-      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
-      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
-      if (head == &at) {
-        at.module->attachments_.store(at.next, std::memory_order_release);
-        continue;
-      }
-      for (Attachment* p = head; p != nullptr; p = p->next) {
-        if (p->next == &at) {
-          p->next = at.next;
-          break;
-        }
-      }
-    }
-    attachments_.clear();
-  }
-
-  bool empty() const noexcept { return attachments_.empty(); }
-  const std::vector<std::unique_ptr<Attachment>>& entries() const noexcept { return attachments_; }
-  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
-
- private:
-  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
-                  bool has_children, std::size_t tag) {
-    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
-    at.observer = &observer;
-    at.module = &module;
-    at.module_path = std::move(module_path);
-    at.is_root = is_root;
-    at.has_children = has_children;
-    at.tag = tag;
-    at.next = module.attachments_.load(std::memory_order_acquire);
-    module.attachments_.store(&at, std::memory_order_release);
-  }
-
-  std::vector<std::unique_ptr<Attachment>> attachments_;
-  std::vector<std::string> untraced_;
-};
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/module/attachments.hpp ----
 
 namespace tracetorch::detail {
 
@@ -3468,6 +3988,7 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -5275,14 +5796,36 @@ class Reader {
   torch::Tensor load(std::string_view name) const {
     const auto& wanted = info(name);
     const auto file = open_unchanged();
-    return read(file.get(), wanted);
+    return read(file.get(), wanted, 0, wanted.shape, wanted.end - wanted.begin);
+  }
+
+  /// Reads `count` elements of `name`, from its element `first` on in row-major order, as a 1-d
+  /// tensor of its dtype: a tensor larger than memory read a slice at a time (tracetorch-diff
+  /// compares tensor files so). Throws Error naming the file and tensor where the range is not
+  /// inside the tensor.
+  ///
+  /// \code
+  /// const auto n = reader.info("data").end - reader.info("data").begin;  // bytes; numel for U8
+  /// torch::Tensor head = reader.load_elements("data", 0, 1024);
+  /// \endcode
+  torch::Tensor load_elements(std::string_view name, std::int64_t first, std::int64_t count) const {
+    const auto& wanted = info(name);
+    const std::int64_t numel = c10::multiply_integers(wanted.shape);
+    if (first < 0 || count < 0 || first > numel || count > numel - first) {
+      throw Error("tracetorch: " + path_.string() + ": tensor " + detail::quoted_for_message(name) + " has " +
+                  std::to_string(numel) + " elements: elements " + std::to_string(first) + " to " +
+                  std::to_string(first + count) + " are not inside it");
+    }
+    const std::uint64_t size = c10::elementSize(wanted.dtype);
+    const auto file = open_unchanged();
+    return read(file.get(), wanted, std::uint64_t(first) * size, {count}, std::uint64_t(count) * size);
   }
 
   /// Reads every tensor, through one open file.
   std::map<std::string, torch::Tensor> load_all() const {
     std::map<std::string, torch::Tensor> out;
     const auto file = open_unchanged();
-    for (const auto& info : header_.tensors) out.emplace(info.name, read(file.get(), info));
+    for (const auto& info : header_.tensors) out.emplace(info.name, read(file.get(), info, 0, info.shape, info.end - info.begin));
     return out;
   }
 
@@ -5296,15 +5839,24 @@ class Reader {
     return std::move(file);
   }
 
-  torch::Tensor read(std::FILE* file, const TensorInfo& info) const {
+  /// Reads `bytes` bytes of `info`'s data from its byte `skip` on, as a tensor of `shape`.
+  torch::Tensor read(std::FILE* file, const TensorInfo& info, std::uint64_t skip, c10::IntArrayRef shape,
+                     std::uint64_t bytes) const {
     // BOOL is read as bytes and compared with 0: a stored byte other than 0/1 must not become
     // an invalid bool (the reference loader does the same via .to(torch.bool)).
     const bool is_bool = info.dtype == c10::ScalarType::Bool;
-    auto tensor = torch::empty(info.shape, torch::TensorOptions().dtype(is_bool ? c10::ScalarType::Byte : info.dtype));
-    if (info.end != info.begin) {
-      detail::read_exactly(file, path_, header_.data_start + info.begin, tensor.data_ptr(), info.end - info.begin);
+    torch::Tensor tensor;
+    try {
+      tensor = torch::empty(shape, torch::TensorOptions().dtype(is_bool ? c10::ScalarType::Byte : info.dtype));
+      if (bytes != 0) detail::read_exactly(file, path_, header_.data_start + info.begin + skip, tensor.data_ptr(), bytes);
+      return is_bool ? tensor.ne(0) : tensor;
+    } catch (const c10::Error& error) {  // "DefaultCPUAllocator: can't allocate memory": the file named
+      throw Error("tracetorch: " + path_.string() + ": cannot hold tensor " + detail::quoted_for_message(info.name) + " (" +
+                  std::to_string(bytes) + " bytes) in memory: " + error.what_without_backtrace());
+    } catch (const std::bad_alloc&) {
+      throw Error("tracetorch: " + path_.string() + ": cannot hold tensor " + detail::quoted_for_message(info.name) + " (" +
+                  std::to_string(bytes) + " bytes) in memory: out of memory");
     }
-    return is_bool ? tensor.ne(0) : tensor;
   }
 
   std::filesystem::path path_;
@@ -5944,6 +6496,34 @@ class ConfigFile {
     throw Error("tracetorch: " + name_ + ": \"" + std::string(key) + "\" " + what);
   }
 
+  /// Throws Error "tracetorch: FILE: what": a port's check of values that no one key holds
+  /// (sizes that overflow together, or need more memory than the machine has).
+  ///
+  /// \code
+  /// if (config.hidden_size % config.num_attention_heads != 0)
+  ///   file.fail("hidden_size", "is not a multiple of \"num_attention_heads\"");
+  /// if (!fits) file.fail("the sizes need about 3725.3 GiB, more than this machine's 23.5 GiB: refused");
+  /// \endcode
+  [[noreturn]] void fail(const std::string& what) const { throw Error("tracetorch: " + name_ + ": " + what); }
+
+  /// Runs `check()`, a port's own validation of what it read, and gives any tracetorch::Error it
+  /// throws this file's name ("tracetorch: FILE: <its message>") where the message lacks it, so
+  /// that a check written without the file (a port's validate(), a memory estimate) names it.
+  ///
+  /// \code
+  /// file.checked([&] { config.validate(); check_fits_in_memory(config, batch, seq); });
+  /// \endcode
+  template <class Check>
+  void checked(Check&& check) const {
+    try {
+      std::forward<Check>(check)();
+    } catch (const Error& error) {
+      const std::string_view message = error.what();
+      if (message.find(name_) != std::string_view::npos) throw;
+      fail(std::string(message.starts_with("tracetorch: ") ? message.substr(12) : message));
+    }
+  }
+
   /// The file's name as messages give it, and everything it holds.
   const std::string& name() const noexcept { return name_; }
   const boost::json::object& object() const noexcept { return object_; }
@@ -6230,76 +6810,6 @@ class ForwardArena final : public std::pmr::memory_resource {
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/trace/format.hpp ----
-/// \file
-/// The trace format of the model addition debugger, one owner for its names: the JSON keys of
-/// a call node and of a tensor record, the file names of a trace, the stems of its tensor files.
-
-#include <string>
-#include <string_view>
-
-namespace tracetorch::detail::trace_format {
-
-// A call node: {"module_path": ..., "inputs": {...}, "children": [...]} or, on a leaf, "outputs".
-inline constexpr char kModulePath[] = "module_path";
-inline constexpr char kInputs[] = "inputs";
-inline constexpr char kOutputs[] = "outputs";
-inline constexpr char kChildren[] = "children";
-
-// A call's inputs: {"args": [...], "kwargs": {...}}.
-inline constexpr char kArgs[] = "args";
-inline constexpr char kKwargs[] = "kwargs";
-
-// A tensor record: {"shape": "torch.Size([2, 7])", "dtype": "torch.float32", "value": ..., "mean": ...}.
-// "value" is "./<file>.safetensors" (use_repr=false) or the lines of print(tensor) (use_repr=true);
-// the _SUMMARY.json leaves it out.
-inline constexpr char kShape[] = "shape";
-inline constexpr char kDtype[] = "dtype";
-inline constexpr char kValue[] = "value";
-// The statistics of a floating tensor, each Python's repr of a 0-d tensor: "tensor(-5.1862e-03)".
-inline constexpr char kMean[] = "mean";
-inline constexpr char kStd[] = "std";
-inline constexpr char kMin[] = "min";
-inline constexpr char kMax[] = "max";
-inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
-inline constexpr char kShapePrefix[] = "torch.Size([";
-inline constexpr char kShapeSuffix[] = "])";
-inline constexpr char kDtypePrefix[] = "torch.";
-/// torch.complex32, torch.complex64, torch.complex128: compared part by part.
-inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
-
-// A value's place in its call, as the reader names it: "inputs.args.0", "inputs.kwargs.mask.1", "outputs".
-inline constexpr char kLocationSeparator = '.';
-
-// The files of a trace: <Root>_debug_tree_FULL_TENSORS.json, <Root>_debug_tree_SUMMARY.json and,
-// with use_repr=false, one <stem>.safetensors per tensor (the tensor under the key "data"),
-// named in the JSON as "./<stem>.safetensors".
-inline constexpr char kFullTensorsSuffix[] = "_debug_tree_FULL_TENSORS.json";
-inline constexpr char kSummarySuffix[] = "_debug_tree_SUMMARY.json";
-inline constexpr char kTensorFileExtension[] = ".safetensors";
-inline constexpr char kTensorFilePrefix[] = "./";
-inline constexpr char kTensorKey[] = "data";
-
-// A tensor file's stem, transformers' naming: <module_path>[_call<N>]_inputs_args_0,
-// <module_path>_inputs_kwargs_<name>, <module_path>_outputs, then _<index> or _<key> per level.
-// The root's outputs are <Root>_outputs*, written as files but left out of the JSON.
-inline constexpr char kCallStem[] = "_call";
-inline constexpr char kInputsStem[] = "_inputs";
-inline constexpr char kOutputsStem[] = "_outputs";
-inline constexpr char kArgsStem[] = "_args_";
-inline constexpr char kKwargsStem[] = "_kwargs_";
-inline constexpr char kStemSeparator = '_';
-
-inline std::string full_tensors_file_name(std::string_view root) { return std::string(root) + kFullTensorsSuffix; }
-inline std::string summary_file_name(std::string_view root) { return std::string(root) + kSummarySuffix; }
-
-/// "./<stem>.safetensors" -> "<stem>.safetensors": the file's name in the trace directory.
-inline std::string_view tensor_file_name(std::string_view value) {
-  return value.starts_with(kTensorFilePrefix) ? value.substr(std::string_view(kTensorFilePrefix).size()) : value;
-}
-
-}  // namespace tracetorch::detail::trace_format
-// ---- end tracetorch/detail/trace/format.hpp ----
 // ---- begin tracetorch/detail/repr/float_repr.hpp ----
 /// \file
 /// Python's repr(float), without LibTorch: the JSON writer and the tensor repr both need it,
@@ -8243,17 +8753,26 @@ inline void check_exchangeable(const std::filesystem::path& target, const struct
 /// Name -> the entry of the current tree linked or copied into the staged one.
 using Carried = std::unordered_map<std::string, struct stat>;
 
+/// The refusal of a publish that would replace the directory `name` of the target by the
+/// staged entry of that name (with what it holds: the user's, never the publisher's to remove).
+[[noreturn]] inline void refuse_replacing_directory(const std::filesystem::path& target, const std::string& name) {
+  throw Error("tracetorch: cannot publish into " + target.string() + ": " + (target / name).string() +
+              " is a directory, and the new tree has a file of that name; a directory is never replaced: move it away. " +
+              target.string() + " is unchanged");
+}
+
 /// Carries over, before the exchange, each entry of the current tree (`from`, at `target`) that
 /// `carry_over` keeps and the staged tree (`to`) lacks: a hard link (a copy where links fail).
-/// Directories, and other entries that cannot be linked, are moved after the exchange.
+/// Directories, and other entries that cannot be linked, are moved after the exchange. A
+/// directory at a name the staged tree has is refused (refuse_replacing_directory).
 inline Carried link_carried_entries(int from, int to, const std::filesystem::path& target, const CarryOver& carry_over) {
   Carried carried;
   for (const auto& name : entries_of(from)) {
     struct stat info {};
-    if (!carry_over(name) || exists_at(to, name.c_str()) || ::fstatat(from, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 ||
-        S_ISDIR(info.st_mode)) {
-      continue;
-    }
+    const bool replaced = exists_at(to, name.c_str());
+    if ((!replaced && !carry_over(name)) || ::fstatat(from, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(info.st_mode) && replaced) refuse_replacing_directory(target, name);
+    if (replaced || S_ISDIR(info.st_mode)) continue;
     if (!injected_fault("link") && ::linkat(from, name.c_str(), to, name.c_str(), 0) == 0) {
       carried.emplace(name, info);
       continue;
@@ -8313,6 +8832,9 @@ inline std::string move_over_kept_entries(const StagedDirectory& replaced, int n
         moved = injected_fault("move over") ? -1 : ::renameat(replaced.fd(), name.c_str(), new_tree, name.c_str());
       } else if (!exists_at(new_tree, name.c_str())) {
         moved = injected_fault("move over") ? -1 : rename_at(replaced.fd(), name.c_str(), new_tree, name.c_str(), kRenameNoReplace);
+      } else if (S_ISDIR(now.st_mode) && failed.empty()) {  // made at a staged file's name after link_carried_entries
+        failed = name + " is a directory, and the new tree has a file of that name";
+        continue;
       }
       if (moved != 0 && errno != ENOENT && failed.empty()) {
         failed = (replaced.path() / name).string() + ": " + std::generic_category().message(errno);
@@ -9525,6 +10047,11 @@ struct DebuggerOptions {
   /// A spare that another process has open or mapped, or that has another link, is never
   /// written over. false: the replaced files are deleted.
   bool reuse_previous_files = true;
+  /// Also watch for NaN and Inf (the non-finite sentinel, <tracetorch/nonfinite.hpp>): the first
+  /// module call whose outputs held NaN or Inf while its inputs were finite is kept, and read by
+  /// DebuggerScope::first_nonfinite(). One reduction per output tensor per call; the trace is
+  /// written the same either way.
+  bool find_nonfinite = false;
 };
 
 class DebuggerScope;
@@ -9558,13 +10085,15 @@ class [[nodiscard]] DebuggerScope {
  public:
   /// Made by model_addition_debugger.
   DebuggerScope(detail::ScopeAccess, std::unique_ptr<detail::DebuggerSession> session,
-                std::unique_ptr<detail::AttachmentSet> attachments) noexcept
-      : session_(std::move(session)), attachments_(std::move(attachments)) {}
+                std::unique_ptr<detail::AttachmentSet> attachments,
+                std::unique_ptr<detail::NonFiniteWatch> nonfinite = nullptr) noexcept
+      : session_(std::move(session)), attachments_(std::move(attachments)), nonfinite_(std::move(nonfinite)) {}
   DebuggerScope(DebuggerScope&&) noexcept = default;
   DebuggerScope& operator=(DebuggerScope&&) = delete;  // would free a session still attached
   ~DebuggerScope() {
     if (session_) session_->close();
     attachments_.reset();
+    nonfinite_.reset();
   }
 
   /// Modules under the root that are not TRACEABLE (plain LibTorch modules): their calls are
@@ -9579,11 +10108,18 @@ class [[nodiscard]] DebuggerScope {
   std::vector<std::string> modules_not_called() const {
     return session_ ? session_->modules_not_called() : std::vector<std::string>();
   }
+  /// With DebuggerOptions::find_nonfinite: the first module call, since the scope began, whose
+  /// outputs held NaN or Inf while its inputs were finite (or the root's non-finite inputs);
+  /// `->message()` is the line to print. Empty when nothing was found or the option is off.
+  std::optional<NonFinite> first_nonfinite() const {
+    return nonfinite_ ? nonfinite_->first() : std::nullopt;
+  }
 
  private:
   // Declared in this order so that the attachments are removed before the session dies.
   std::unique_ptr<detail::DebuggerSession> session_;
   std::unique_ptr<detail::AttachmentSet> attachments_;
+  std::unique_ptr<detail::NonFiniteWatch> nonfinite_;
 };
 
 /// Traces every forward of `model` while the returned scope lives; see DebuggerOptions.
@@ -9631,9 +10167,12 @@ inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& 
                                 .use_repr = options.use_repr,
                                 .reuse_repeated_tensors = options.reuse_repeated_tensors,
                                 .reuse_previous_files = options.reuse_previous_files});
+  // Attached before the debugger: it enters each call after the debugger (under its no-grad
+  // guard) and leaves it before.
+  auto nonfinite = options.find_nonfinite ? std::make_unique<NonFiniteWatch>(model, root_name) : nullptr;
   attachments->attach(model, root_name, *session);
   session->watch(*attachments);
-  return DebuggerScope(ScopeAccess(), std::move(session), std::move(attachments));
+  return DebuggerScope(ScopeAccess(), std::move(session), std::move(attachments), std::move(nonfinite));
 }
 
 /// What `debug_io=true` in a call's options runs (detail/debugger/debug_io.hpp): the call, traced.
@@ -10205,6 +10744,90 @@ TRACETORCH_TRACEABLE_IMPL(Conv1D, Conv1DImpl);
 }  // namespace tracetorch::nn
 // ---- end tracetorch/nn/conv1d.hpp ----
 // ---- end tracetorch/nn.hpp ----
+// ---- begin tracetorch/nonfinite.hpp ----
+/// \file
+/// The non-finite sentinel: names the first module call, in the order calls end, whose outputs
+/// hold NaN or Inf while its inputs were finite, with which output and how many elements of which
+/// kind. It writes no trace. The same sentinel is an option of the debugger
+/// (`DebuggerOptions::find_nonfinite`) and of a call (`OutputOptions::find_nonfinite`).
+///
+/// \code
+/// auto sentinel = tracetorch::find_nonfinite(model);
+/// model->forward(input_ids);
+/// if (auto found = sentinel.first()) std::cerr << found->message() << '\n';
+/// // first non-finite: LlamaModel.layers.1.mlp.down_proj (call 1) outputs: 3 of 64 elements NaN
+/// \endcode
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+
+namespace tracetorch {
+
+/// The scope of `find_nonfinite`: while it lives, each forward of the root module is watched
+/// (one forward at a time: a forward another thread runs meanwhile is not), until something is
+/// found; clear() looks again. The model is left as it was when the scope ends.
+///
+/// \code
+/// auto sentinel = tracetorch::find_nonfinite(model);
+/// model->forward(x);
+/// if (const auto found = sentinel.first(); found && !found->in_root_inputs) return found->module_path;
+/// \endcode
+class [[nodiscard]] NonFiniteScope {
+ public:
+  explicit NonFiniteScope(std::unique_ptr<detail::NonFiniteWatch> watch) noexcept : watch_(std::move(watch)) {}
+
+  /// The first finding since the scope began or clear() was last called; empty if none.
+  std::optional<NonFinite> first() const { return watch_ ? watch_->first() : std::nullopt; }
+  /// Forget the finding: the next forward is watched again.
+  void clear() {
+    if (watch_) watch_->clear();
+  }
+  /// Modules under the root that are not TRACEABLE: their calls are not watched (a NaN they
+  /// make is named at the traced module that called them).
+  const std::vector<std::string>& untraced_modules() const noexcept {
+    static const std::vector<std::string> none;
+    return watch_ ? watch_->untraced() : none;
+  }
+
+ private:
+  std::unique_ptr<detail::NonFiniteWatch> watch_;
+};
+
+/// Watches every forward of `model` (a TRACEABLE root) for NaN and Inf while the returned scope
+/// lives; see NonFinite for what a finding holds. With TRACETORCH_DISABLE it finds nothing.
+///
+/// \code
+/// auto sentinel = tracetorch::find_nonfinite(model);
+/// model({.input_ids = ids});
+/// if (auto found = sentinel.first()) { std::cerr << found->message() << '\n'; return 3; }
+/// \endcode
+template <class ModuleType>
+NonFiniteScope find_nonfinite(const std::shared_ptr<ModuleType>& model) {
+#ifdef TRACETORCH_DISABLE
+  (void)model;
+  return NonFiniteScope(nullptr);
+#else
+  static_assert(std::is_base_of_v<detail::TracedModuleBase, ModuleType>,
+                "tracetorch::find_nonfinite: the root module must be declared with TRACEABLE(Name)");
+  if (!model) throw Error("tracetorch: find_nonfinite: the model is empty (a null holder)");
+  return NonFiniteScope(std::make_unique<detail::NonFiniteWatch>(*model, std::string(model->traced_name())));
+#endif
+}
+
+/// The same, for a TRACEABLE holder (`Tiny model; tracetorch::find_nonfinite(model)`).
+template <class ModuleType>
+NonFiniteScope find_nonfinite(torch::nn::ModuleHolder<ModuleType>& model) {
+  return find_nonfinite(model.ptr());
+}
+
+}  // namespace tracetorch
+// ---- end tracetorch/nonfinite.hpp ----
 // ---- begin tracetorch/patch_mapping.hpp ----
 /// \file
 /// Run-time patch mapping, as transformers' monkey_patching registry: original class names
