@@ -1,4 +1,5 @@
 // expect: T cannot be constructed from Args
+#include <tracetorch/module.hpp>
 #include <tracetorch/patch_mapping.hpp>
 
 struct ExpertsConfig {};
