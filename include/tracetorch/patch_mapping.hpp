@@ -6,7 +6,13 @@
 /// reads Python's `re` syntax (`(?i)`, `(?P<name>...)`, `\d`) except lookaround and
 /// backreferences, and matches in linear time; links -lre2.
 ///
-/// `replacement<T>()`, `find_patch_replacement`, `patch_output_recorders` and
+/// The registry also builds: a submodule declared `tracetorch::Replaceable<Experts>` and built
+/// with `register_replaceable<Experts>(*this, "experts", config)` is the replacement registered
+/// for "Experts" (`replacement<FusedExperts, Config>()`: built from the same arguments, called
+/// with the same forward), else Experts itself. `clear_patch_mapping()` empties the registry.
+///
+/// `replacement<T, Args...>()`, `find_patch_replacement`, `clear_patch_mapping`, `Replaceable`,
+/// `make_replaceable`, `register_replaceable`, `patch_output_recorders` and
 /// `unpatch_output_recorders` are defined in detail/capture/patch_api.hpp, which capture.hpp
 /// includes too: model code gets them without RE2's header. Registering needs this header.
 ///

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// The patch API that needs no RE2 (replacement, find_patch_replacement, patch_output_recorders,
+/// The patch API that needs no RE2 (replacement, find_patch_replacement, clear_patch_mapping,
+/// Replaceable, make_replaceable, register_replaceable, patch_output_recorders,
 /// unpatch_output_recorders), documented in tracetorch/patch_mapping.hpp; capture.hpp includes it
 /// too, so that model code gets it without RE2's header.
 
@@ -10,17 +11,29 @@
 
 #include "tracetorch/detail/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/patch_registry.hpp"
+#include "tracetorch/detail/capture/replaceable.hpp"  // Replaceable, make_replaceable, register_replaceable
 
 namespace tracetorch {
 
-/// The registry value for replacement module type `T` (TRACEABLE).
+/// The registry value for replacement module type `T` (TRACEABLE). With `Args`, the types the
+/// original is constructed from: make_replaceable then builds `T` from the same arguments wherever
+/// the original is declared Replaceable (a T that cannot be built from them does not compile).
+/// Without, `T` is recorded by patch_output_recorders but built only where the original takes no
+/// arguments.
 /// \code
-/// tracetorch::PatchReplacement fused = tracetorch::replacement<FusedAttention>();
+/// tracetorch::PatchReplacement fused = tracetorch::replacement<FusedAttention, AttentionConfig>();
 /// \endcode
-template <class T>
+template <class T, class... Args>
 PatchReplacement replacement() {
-  return detail::replacement_for<T>();
+  return detail::replacement_for<T, Args...>();
 }
+
+/// Empties the registry (transformers' clear_patch_mapping): models built afterwards have their
+/// original classes. Recorders patched earlier stay patched until unpatch_output_recorders.
+/// \code
+/// tracetorch::clear_patch_mapping();
+/// \endcode
+inline void clear_patch_mapping() { detail::clear_patch_entries(); }
 
 /// The registered replacement for a class name: an exact key first, then the first pattern (in
 /// registration order) that regex-searches successfully in the name.

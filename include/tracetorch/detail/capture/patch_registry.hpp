@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "tracetorch/detail/capture/replacement_builder.hpp"
 #include "tracetorch/detail/error.hpp"
 #include "tracetorch/detail/module/holder.hpp"
 
@@ -28,6 +29,8 @@ struct PatchReplacement {
   /// isinstance(module, replacement): once patched, a recorder records the replacement's
   /// subclasses too, as upstream's isinstance test on the swapped-in target class.
   bool (*is_instance)(const torch::nn::Module&) = nullptr;
+  /// How tracetorch::make_replaceable builds it in place of the original (none: recording only).
+  detail::ReplacementBuilder builder{};
 };
 
 namespace detail {
@@ -37,14 +40,15 @@ bool is_module_of(const torch::nn::Module& module) {
   return dynamic_cast<const Impl*>(&module) != nullptr;
 }
 
-template <class T>
+template <class T, class... Args>
 PatchReplacement replacement_for() {
 #ifdef TRACETORCH_DISABLE
-  return {std::type_index(typeid(T)), std::string()};
+  return {std::type_index(typeid(T)), std::string(), nullptr, replacement_builder<T, Args...>()};
 #else
   static_assert(is_traceable_v<T>, "tracetorch::replacement: the replacement type was never declared TRACEABLE");
   using Traced = traced_type_t<T>;
-  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name), &is_module_of<typename Traced::ImplType>};
+  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name), &is_module_of<typename Traced::ImplType>,
+          replacement_builder<T, Args...>()};
 #endif
 }
 
@@ -109,6 +113,13 @@ inline void add_patch_entries(std::vector<PatchEntry> prepared, bool overwrite) 
       registry.entries.push_back(std::move(entry));
     }
   }
+}
+
+/// Empties the registry (clear_patch_mapping).
+inline void clear_patch_entries() {
+  auto& registry = patch_registry();
+  std::lock_guard lock(registry.mutex);
+  registry.entries.clear();
 }
 
 /// Removes keys, all or none: a key that is not registered is an error.
