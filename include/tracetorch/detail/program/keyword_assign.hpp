@@ -89,7 +89,7 @@ void assign_pointer(P& target, const PythonValue& value, RebuildContext& context
       } else {
         target = cache.get();
       }
-      context.note = where + ": the recorded " + value.text.substr(0, 60) + " replayed as an empty cache (a first forward)";
+      context.note = where + ": the recorded cache replayed as an empty one of the argument's kind (a first forward)";
       return;
     }
     throw NotRebuildable(where + ": " + describe_python_value(value) + " cannot be rebuilt from the trace",
