@@ -18,7 +18,6 @@
 
 namespace tracetorch::detail::command_line {
 
-
 /// A command line the program cannot use: printed with the usage, exit status 2.
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
