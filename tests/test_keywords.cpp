@@ -10,6 +10,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
 
 namespace kwtest {
 
@@ -173,6 +176,29 @@ DOCTEST_TEST_SUITE("keywords") {
     DOCTEST_REQUIRE(fifth.size() == 3);
     DOCTEST_CHECK(fifth[1] == "None");
     DOCTEST_CHECK(fifth[2] == "None");
+  }
+
+  DOCTEST_TEST_CASE("a mutable keyword struct visits every field, in order, as the field itself") {
+    kwtest::BlockKeywords kw{.past_key_values = nullptr};
+    std::vector<std::string> names;
+    std::vector<bool> passed;
+    tracetorch_keywords(kw, [&](std::string_view name, auto& field) {
+      names.emplace_back(name);
+      passed.push_back(field.passed());
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, tracetorch::Keyword<bool>>) {
+        field = true;  // set by name: now passed
+      }
+    });
+    DOCTEST_CHECK(names == std::vector<std::string>{"attention_mask", "past_key_values", "use_cache", "scaling"});
+    DOCTEST_CHECK(passed == std::vector<bool>{false, true, false, false});
+    DOCTEST_CHECK(kw.use_cache.passed());
+    DOCTEST_CHECK(*kw.use_cache);
+
+    // The const overload still visits only what was passed, unwrapped.
+    std::vector<std::string> recorded;
+    const auto& as_const = kw;
+    tracetorch_keywords(as_const, [&](std::string_view name, const auto&) { recorded.emplace_back(name); });
+    DOCTEST_CHECK(recorded == std::vector<std::string>{"past_key_values", "use_cache"});
   }
 
   DOCTEST_TEST_CASE("the body sees passed values and defaults") {

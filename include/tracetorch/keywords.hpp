@@ -125,11 +125,31 @@ class Keyword {
 
 /// Declares a keyword struct's fields, in declaration order, after the struct (in its namespace):
 /// a trace then shows the struct, passed to a forward, as Python keyword arguments.
+///
+/// It defines two overloads, found by argument-dependent lookup:
+/// - `tracetorch_keywords(const Type&, visit)`: `visit(name, value)` for each keyword the caller
+///   passed, in order (None as `nullptr`); this is what a trace records.
+/// - `tracetorch_keywords(Type&, visit)`: `visit(std::string_view name, Field& field)` for every
+///   listed field, in order, passed or not, with the field itself (a `Keyword<T>&`), so that code
+///   can set or hand on fields by name:
+/// \code
+/// DecoderLayerKeywords kw;
+/// tracetorch_keywords(kw, [](std::string_view name, auto& field) {
+///   if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, tracetorch::Keyword<bool>>) {
+///     if (name == "use_cache") field = true;  // now passed, as `use_cache=True`
+///   }
+/// });
+/// \endcode
+/// A const object (as a forward receives it) always selects the first overload.
 #define TRACETORCH_KEYWORDS(Type, ...)                                                               \
   template <class Visitor>                                                                           \
   void tracetorch_keywords(const Type& value, Visitor&& visit) {                                     \
     static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),          \
                   "TRACETORCH_KEYWORDS(" #Type ", ...) must list every field of the struct");        \
     BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  }                                                                                                  \
+  template <class Visitor>                                                                           \
+  void tracetorch_keywords(Type& value, Visitor&& visit) {                                           \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
   }                                                                                                  \
   static_assert(true)

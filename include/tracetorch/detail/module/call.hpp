@@ -22,6 +22,7 @@ namespace tracetorch::detail {
 
 class CallObserver;
 class TracedModuleBase;
+struct ReplayRequest;  // detail/program/replay_call.hpp
 
 /// One observer attached to one module instance. A module's attachments form a singly linked
 /// list, newest first, so nested scopes attach and detach like a stack. The list is changed and
@@ -48,6 +49,9 @@ class TracedModuleBase {
 
   /// The name given to TRACEABLE: the class name a transformers trace shows.
   virtual std::string_view traced_name() const noexcept = 0;
+  /// Module replay: runs the forward on arguments rebuilt from a trace (Traced overrides it where
+  /// the forward is one function); false where its signature is unknown. Never called otherwise.
+  virtual bool replay_forward(ReplayRequest&) { return false; }
 
   std::atomic<Attachment*> attachments_{nullptr};
 };

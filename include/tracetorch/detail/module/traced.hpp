@@ -15,6 +15,7 @@
 #include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/debugger/debug_io.hpp"
 #include "tracetorch/detail/nonfinite/watch.hpp"
+#include "tracetorch/detail/program/replay_call.hpp"
 
 namespace tracetorch::detail {
 
@@ -125,6 +126,10 @@ class Traced : public Impl, public TracedModuleBase {
       TRACETORCH_DETAIL_FORWARD_BODY(Given, given);                                               \
     }                                                                                             \
     std::string_view traced_name() const noexcept override { return Name.view(); }               \
+    bool replay_forward(ReplayRequest& request) override {                                        \
+      replay_forward_with<A...>(request, [this](A... args) { (void)this->forward(std::forward<A>(args)...); }); \
+      return true;                                                                                \
+    }                                                                                             \
     std::shared_ptr<torch::nn::Module> clone(                                                     \
         const c10::optional<torch::Device>& device = c10::nullopt) const override {               \
       return clone_traced(*this, device);                                                         \

@@ -1,0 +1,141 @@
+#pragma once
+/// \file
+/// The command line of a trace program (tracetorch/trace_program.hpp): its flags, read into
+/// TraceArguments, and its usage text. Nothing here knows the port's types.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tracetorch/detail/program/command_line.hpp"
+
+namespace tracetorch::detail {
+
+/// A trace program's command line, as read; the port's types check --call and --inputs later.
+struct TraceArguments {
+  std::optional<std::filesystem::path> config, weights, input_ids, inputs;
+  std::int64_t batch = 4, seq = 30;
+  std::uint64_t seed = 673;
+  std::filesystem::path debug_path;
+  bool prune_layers = true;
+  bool use_repr = true;
+  bool output_hidden_states = false;
+  bool output_attentions = false;
+  std::optional<std::filesystem::path> dump_captured;
+  /// --call KEY=VALUE, in the order given: (key, the Python literal's text).
+  std::vector<std::pair<std::string, std::string>> calls;
+  bool find_nonfinite = false;
+  std::optional<std::filesystem::path> replay, replay_json;
+};
+
+/// The usage text of program `program` tracing `root` (a registered name, "LlamaModel"); `about`
+/// says which port it is, `config_default` what runs without --config.
+inline std::string trace_usage(std::string_view program, std::string_view root, std::string_view about,
+                               std::string_view config_default) {
+  const std::string p(program), pad(program.size(), ' ');
+  std::string text =
+      "usage: " + p + " [--config config.json] [--weights CHECKPOINT] [--input-ids input_ids.safetensors]\n" +
+      "       " + pad + " [--inputs inputs.safetensors] [--call KEY=VALUE]... [--batch B] [--seq S] [--seed N]\n" +
+      "       " + pad + " --debug-path DIR [--no-prune-layers] [--safetensors] [--find-nonfinite]\n" +
+      "       " + pad + " [--output-hidden-states] [--output-attentions] [--dump-captured DIR]\n" +
+      "       " + p + " [--config ...] [--weights ...] --replay REF_TRACE_DIR [--json REPORT.json]\n\n";
+  text += "Runs " + std::string(about) + " under tracetorch's model addition debugger\nand writes DIR/" + std::string(root) +
+          "_debug_tree_SUMMARY.json and _FULL_TENSORS.json.\n";
+  text += "  --config           transformers config JSON (default: " + std::string(config_default) + ")\n";
+  text +=
+      "  --weights          transformers checkpoint: model.safetensors, a sharded index .json, or their\n"
+      "                     folder (default: seeded random init)\n"
+      "  --input-ids        safetensors file holding an int64 [batch, seq] tensor \"input_ids\" (default: random)\n"
+      "  --inputs           safetensors file: each tensor passed to the call as the keyword of its name\n"
+      "  --call KEY=VALUE   a keyword of the call as a Python literal (use_cache=False); repeatable\n"
+      "  --batch, --seq     shape of the random input ids (default 4 x 30)\n"
+      "  --seed             random seed (default 673)\n"
+      "  --no-prune-layers  keep every layer (default: only the first and last layer block)\n"
+      "  --safetensors      one .safetensors file per tensor instead of printed values (use_repr=False)\n"
+      "  --output-hidden-states, --output-attentions\n"
+      "                     capture them (output_hidden_states=True / output_attentions=True)\n"
+      "  --dump-captured    write the captured tensors to DIR/hidden_states_<i>.safetensors and\n"
+      "                     DIR/attentions_<i>.safetensors (key \"data\")\n"
+      "  --find-nonfinite   name the first module call whose outputs hold NaN or Inf (exit 3)\n"
+      "  --replay           run every module call on the inputs a use_repr=False reference trace recorded\n"
+      "                     and compare its outputs (docs/reference/replay.md); exit 1 when one diverges\n"
+      "  --json             with --replay: write the report as JSON\n";
+  return text;
+}
+
+/// "KEY=VALUE" of --call; UsageError without the `=` or the key.
+inline std::pair<std::string, std::string> split_call_argument(const std::string& text) {
+  const auto equals = text.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw command_line::UsageError("--call needs KEY=VALUE (a keyword and a Python literal), got '" + text + "'");
+  }
+  return {text.substr(0, equals), text.substr(equals + 1)};
+}
+
+/// Reads one flag into `args`; false when `flag` is not a trace program's flag.
+inline bool read_trace_flag(command_line::ArgumentReader& arg, TraceArguments& args, bool& have_debug_path) {
+  using command_line::parse_number;
+  const std::string& flag = arg.name();
+  if (flag == "--config") {
+    args.config = arg.value();
+  } else if (flag == "--weights") {
+    args.weights = arg.value();
+  } else if (flag == "--input-ids") {
+    args.input_ids = arg.value();
+  } else if (flag == "--inputs") {
+    args.inputs = arg.value();
+  } else if (flag == "--call") {
+    args.calls.push_back(split_call_argument(arg.value()));
+  } else if (flag == "--batch") {
+    args.batch = parse_number<std::int64_t>(flag, arg.value(), 1);
+  } else if (flag == "--seq") {
+    args.seq = parse_number<std::int64_t>(flag, arg.value(), 1);
+  } else if (flag == "--seed") {
+    args.seed = parse_number<std::uint64_t>(flag, arg.value(), 0);
+  } else if (flag == "--debug-path") {
+    args.debug_path = arg.value();
+    have_debug_path = true;
+  } else if (flag == "--no-prune-layers") {
+    args.prune_layers = false;
+  } else if (flag == "--safetensors") {
+    args.use_repr = false;
+  } else if (flag == "--output-hidden-states") {
+    args.output_hidden_states = true;
+  } else if (flag == "--output-attentions") {
+    args.output_attentions = true;
+  } else if (flag == "--dump-captured") {
+    args.dump_captured = arg.value();
+    if (args.dump_captured->empty()) throw command_line::UsageError("--dump-captured needs a directory");
+  } else if (flag == "--find-nonfinite") {
+    args.find_nonfinite = true;
+  } else if (flag == "--replay") {
+    args.replay = arg.value();
+    if (args.replay->empty()) throw command_line::UsageError("--replay needs a reference trace directory");
+  } else if (flag == "--json") {
+    args.replay_json = arg.value();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// The whole command line; UsageError for an unknown flag or a missing or contradictory one.
+inline TraceArguments parse_trace_arguments(int argc, char** argv) {
+  TraceArguments args;
+  bool have_debug_path = false;
+  for (command_line::ArgumentReader arg(argc, argv); arg.next();) {
+    if (!read_trace_flag(arg, args, have_debug_path)) throw command_line::UsageError("unknown argument '" + arg.name() + "'");
+  }
+  if (args.replay_json && !args.replay) throw command_line::UsageError("--json needs --replay");
+  if (!args.replay && (!have_debug_path || args.debug_path.empty())) throw command_line::UsageError("--debug-path DIR is required");
+  if (args.dump_captured && !args.output_hidden_states && !args.output_attentions) {
+    throw command_line::UsageError("--dump-captured needs --output-hidden-states or --output-attentions");
+  }
+  return args;
+}
+
+}  // namespace tracetorch::detail

@@ -1,0 +1,154 @@
+#pragma once
+/// \file
+/// The body of tracetorch::trace_main: the command line read and checked against the root call's
+/// keywords, then the traced call or the replay. The debugger, the checkpoint loader and the
+/// replay come from the public layer as hooks (a detail file includes no public header).
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <utility>
+
+#include "tracetorch/detail/checkpoint/options.hpp"
+#include "tracetorch/detail/debugger/session.hpp"  // rank_from_environment
+#include "tracetorch/detail/program/memory_check.hpp"
+#include "tracetorch/detail/program/trace_run.hpp"
+
+namespace tracetorch::detail {
+
+struct TraceProgramSettings {
+  std::string program, about, config_default;
+  checkpoint::Options checkpoint;
+};
+
+/// The files a traced call wrote.
+struct TracedFiles {
+  std::filesystem::path summary, full_tensors;
+};
+
+/// What the public layer lends: the debugger around `call`, the checkpoint loader, the replay
+/// (its exit status).
+template <class Model>
+struct TraceProgramHooks {
+  std::function<TracedFiles(Model&, const TraceArguments&, const std::function<void()>&)> trace;
+  std::function<void(Model&, const std::filesystem::path&, const checkpoint::Options&)> load_weights;
+  std::function<int(Model&, const TraceArguments&)> replay;
+};
+
+template <class Model>
+using RootCallOf = RootCall<typename model_forward_t<Model>::values>;
+
+/// A command line read, and the root call's keywords it sets.
+template <class Model>
+struct ParsedTraceProgram {
+  TraceArguments args;
+  RootCallOf<Model> root;
+};
+
+/// The model built from the config (seeded), its weights loaded, in eval mode.
+template <class Model, class Config>
+Model build_model(const Config& config, const TraceArguments& args, const TraceProgramSettings& settings,
+                  const TraceProgramHooks<Model>& hooks) {
+  torch::manual_seed(static_cast<std::uint64_t>(args.seed));  // the random weights, then the random ids, in this order
+  Model model(config);
+  model->eval();
+  if (args.weights) hooks.load_weights(model, *args.weights, settings.checkpoint);
+  return model;
+}
+
+/// The root call's inputs: --inputs, --input-ids (or random ids), the capture flags.
+template <class Model, class Config>
+void set_root_inputs(RootCallOf<Model>& root, const Config& config, const TraceArguments& args, torch::Tensor input_ids) {
+  if (args.inputs) load_inputs_file(root, *args.inputs);
+  if (!input_ids.defined() && !root.tensor("input_ids").defined() && root.takes("input_ids")) {
+    input_ids = torch::randint(0, config_vocab_size(config) > 0 ? config_vocab_size(config) : 2, {args.batch, args.seq});
+  }
+  if (input_ids.defined()) root.set("input_ids", PythonValue::of_tensor(input_ids));
+  PythonValue yes;
+  yes.kind = PythonValue::Kind::boolean;
+  yes.boolean = true;
+  if (args.output_hidden_states) root.set("output_hidden_states", yes);
+  if (args.output_attentions) root.set("output_attentions", yes);
+}
+
+/// Traces the root call and prints what it wrote; the exit status.
+template <class Model, class Config>
+int run_traced_call(Model& model, RootCallOf<Model>& root, const Config& config, const TraceArguments& args,
+                    const TraceProgramSettings& settings, const TraceProgramHooks<Model>& hooks) {
+  using Result = typename model_forward_t<Model>::result;
+  std::optional<Result> output;
+  const auto files = hooks.trace(model, args, [&] {
+    output.emplace(std::apply([&](auto&... values) -> Result { return model->forward(values...); }, root.values));
+  });
+  std::cout << settings.program << ": traced " << traced_type_t<Model>::registered_name;
+  if (const auto about = describe_config(config); !about.empty()) std::cout << " (" << about << ")";
+  if (const auto ids = root.tensor("input_ids"); ids.defined()) std::cout << " on input_ids " << ids.sizes();
+  if constexpr (requires { output->last_hidden_state.sizes(); }) {
+    std::cout << " -> last_hidden_state " << output->last_hidden_state.sizes();
+  }
+  std::cout << "\n";
+  std::cout << "wrote " << files.summary.string() << "\n";
+  std::cout << "wrote " << files.full_tensors.string() << (args.use_repr ? "" : " and one .safetensors file per tensor") << "\n";
+  if (args.dump_captured) dump_captured(settings.program, *args.dump_captured, *output);
+  std::cout << "leaf module outputs:\n";
+  print_leaf_shapes_of(files.summary);
+  return 0;
+}
+
+/// Runs what `parsed` asks; the exit status (1: an error, printed as "PROGRAM: error: ...").
+template <class Model, class Config>
+int run_trace_program(ParsedTraceProgram<Model>& parsed, const TraceProgramSettings& settings,
+                      const TraceProgramHooks<Model>& hooks) {
+  const TraceArguments& args = parsed.args;
+  try {
+    // Only rank 0 records (the debugger's rule): another rank has nothing to write, so it says so
+    // and stops before any work.
+    if (const int rank = rank_from_environment(); rank != 0) {
+      std::cout << settings.program << ": RANK=" << rank << ": rank " << rank << " writes nothing (only rank 0 traces)\n";
+      return 0;
+    }
+    // Everything read and checked before the model is built: a bad size or id is one line, no allocation.
+    const Config config = args.config ? Config::from_json_file(*args.config) : Config{};
+    torch::Tensor input_ids;
+    if (args.input_ids) input_ids = read_input_ids(settings.program, *args.input_ids, config_vocab_size(config));
+    if (!args.replay) {
+      check_config_fits_in_memory(config, input_ids.defined() ? input_ids.size(0) : args.batch,
+                                  input_ids.defined() ? input_ids.size(1) : args.seq);
+    }
+    Model model = build_model<Model>(config, args, settings, hooks);
+    if (args.replay) return hooks.replay(model, args);
+    if (args.find_nonfinite) {
+      // The non-finite sentinel (issue 34 item 3) is wired in here: it wraps hooks.trace's call.
+      throw Error("--find-nonfinite: the non-finite sentinel is not part of this build");
+    }
+    set_root_inputs<Model>(parsed.root, config, args, input_ids);
+    return run_traced_call(model, parsed.root, config, args, settings, hooks);
+  } catch (const std::exception& e) {
+    std::cerr << settings.program << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+/// Reads the command line and checks --call and --inputs against the root call's keywords.
+template <class Model>
+ParsedTraceProgram<Model> parse_trace_program(int argc, char** argv) {
+  ParsedTraceProgram<Model> parsed{parse_trace_arguments(argc, argv), {}};
+  apply_call_arguments(parsed.root, parsed.args);
+  return parsed;
+}
+
+template <class Model, class Config>
+int trace_main(int argc, char** argv, const TraceProgramSettings& settings, const TraceProgramHooks<Model>& hooks) {
+  static_assert(model_forward_t<Model>::known, "tracetorch::trace_main: the model's forward must be one non-template function");
+  const std::string usage = trace_usage(settings.program, traced_type_t<Model>::registered_name,
+                                        settings.about.empty() ? std::string(traced_type_t<Model>::registered_name) : settings.about,
+                                        settings.config_default);
+  return command_line::run_program(
+      settings.program, usage, argc, argv, [](int c, char** v) { return parse_trace_program<Model>(c, v); },
+      [&](ParsedTraceProgram<Model>& parsed) { return run_trace_program<Model, Config>(parsed, settings, hooks); });
+}
+
+}  // namespace tracetorch::detail

@@ -1,0 +1,83 @@
+#pragma once
+/// \file
+/// One trace program per port, in one line: a `main` that loads a config, weights and inputs,
+/// calls the model with keywords under the model addition debugger, or replays it module by
+/// module against a reference trace.
+///
+/// \code
+/// #include "gemma/gemma.hpp"
+/// #include <tracetorch/trace_program.hpp>
+///
+/// int main(int argc, char** argv) {
+///   return tracetorch::trace_main<gemma::GemmaModel, gemma::GemmaConfig>(
+///       argc, argv, {.program = "gemma_trace", .checkpoint = {.dtype = tracetorch::checkpoint::DtypePolicy::convert}});
+/// }
+/// \endcode
+///
+/// The program takes `--config` (read by `Config::from_json_file`), `--weights` (a file, folder or
+/// sharded index, through tracetorch::checkpoint::load), `--debug-path`, `--safetensors`,
+/// `--no-prune-layers`, `--input-ids` (else random ids from `--batch`, `--seq`, `--seed`),
+/// `--inputs FILE.safetensors` (each tensor passed as the keyword of its name), `--call KEY=VALUE`
+/// (a keyword of the root call as a Python literal, set by the keyword struct's declared names;
+/// an unknown name or a wrong type exits 2 listing the names), `--output-hidden-states`,
+/// `--output-attentions`, `--dump-captured DIR`, `--replay REF_TRACE [--json REPORT]`
+/// (docs/reference/replay.md) and `--find-nonfinite`. The root call's arguments are the model
+/// forward's own parameter types (keyword structs, tracetorch::OutputOptions), default-constructed
+/// and set by name. Exit status: 0, 1 (an error, one line on stderr), 2 (a bad command line),
+/// with --replay 1 when a call diverges.
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <string>
+
+#include "tracetorch/checkpoint.hpp"
+#include "tracetorch/debugger.hpp"
+#include "tracetorch/error.hpp"
+#include "tracetorch/output.hpp"
+#include "tracetorch/replay.hpp"
+#include "tracetorch/detail/program/trace_main.hpp"
+
+namespace tracetorch {
+
+/// What a port's trace program sets beyond the common flags.
+struct TraceProgramOptions {
+  /// The program's name, in its messages and usage ("gemma_trace").
+  std::string program = "trace";
+  /// Which port it runs, for the usage text ("the example Gemma port").
+  std::string about;
+  /// What runs without --config, for the usage text.
+  std::string config_default = "the config struct's defaults";
+  /// How --weights is loaded (a bf16 checkpoint into a float32 port: DtypePolicy::convert).
+  checkpoint::Options checkpoint;
+};
+
+/// The whole program: parses argv, runs, returns the exit status (see the file comment).
+template <class Model, class Config>
+int trace_main(int argc, char** argv, const TraceProgramOptions& options = {}) {
+  detail::TraceProgramHooks<Model> hooks;
+  hooks.trace = [](Model& model, const detail::TraceArguments& args, const std::function<void()>& call) {
+    auto guard = model_addition_debugger(
+        model, {.debug_path = args.debug_path, .do_prune_layers = args.prune_layers, .use_repr = args.use_repr});
+    call();
+    return detail::TracedFiles{guard.summary_path(), guard.full_tensors_path()};
+  };
+  hooks.load_weights = [](Model& model, const std::filesystem::path& weights, const checkpoint::Options& load) {
+    checkpoint::load(*model, weights, load);
+  };
+  hooks.replay = [](Model& model, const detail::TraceArguments& args) -> int {
+    const ReplayReport report = replay(model, *args.replay);
+    std::cout << replay_report_text(report, model->traced_name());
+    if (args.replay_json) {
+      detail::write_text_file(*args.replay_json, replay_report_json(report));
+      std::cout << "wrote " << args.replay_json->string() << "\n";
+    }
+    return report.count(ReplayStatus::diverges) > 0 ? 1 : 0;
+  };
+  return detail::trace_main<Model, Config>(
+      argc, argv, detail::TraceProgramSettings{options.program, options.about, options.config_default, options.checkpoint}, hooks);
+}
+
+}  // namespace tracetorch

@@ -1,0 +1,123 @@
+// tracetorch/trace_program.hpp: gemma_trace and gpt2_trace (one-line mains) on their fixtures,
+// --call and --inputs.
+
+#include <doctest/doctest.h>
+
+#include "test_helpers.hpp"
+
+#include <tracetorch/safetensors.hpp>
+
+namespace program_trace_main_test {
+
+std::string in(const std::filesystem::path& dir, const std::string& name) { return (dir / name).string(); }
+
+std::string gemma_arguments() {
+  const auto dir = tracetorch_test::data_dir() / "gemma";
+  return "--config " + in(dir, "config.json") + " --weights " + in(dir, "model.safetensors.index.json") + " --input-ids " +
+         in(dir, "input_ids.safetensors") + " --no-prune-layers --call use_cache=False";
+}
+
+std::string gpt2_arguments() {
+  const auto dir = tracetorch_test::data_dir() / "gpt2";
+  return "--config " + in(dir, "config.json") + " --weights " + in(dir, "model.safetensors") + " --input-ids " +
+         in(dir, "input_ids.safetensors") + " --no-prune-layers";
+}
+
+/// Both kinds of trace by `program`, then tracetorch-diff against the fixture's: the diff's exit status of each.
+std::vector<int> trace_and_diff(const std::string& program, const std::string& arguments, const std::filesystem::path& fixture,
+                                const tracetorch_test::TempDir& dir) {
+  std::vector<int> exits;
+  for (const std::string kind : {"repr", "st"}) {
+    const auto traced = tracetorch_test::run_program(
+        program, arguments + (kind == "st" ? " --safetensors" : "") + " --debug-path " + (dir / kind).string());
+    DOCTEST_INFO(traced.output);
+    DOCTEST_REQUIRE(traced.exit_code == 0);
+    const auto diff = tracetorch_test::run_program(TRACETORCH_DIFF, (fixture / ("trace_" + kind)).string() + " " + (dir / kind).string());
+    DOCTEST_INFO(diff.output);
+    exits.push_back(diff.exit_code);
+  }
+  return exits;
+}
+
+}  // namespace program_trace_main_test
+
+DOCTEST_TEST_SUITE("trace programs") {
+
+DOCTEST_TEST_CASE("gemma_trace on its fixture: --call use_cache=False, both traces equal the reference's") {
+  using namespace program_trace_main_test;
+  tracetorch_test::TempDir dir;
+  const auto fixture = tracetorch_test::data_dir() / "gemma";
+  DOCTEST_CHECK(trace_and_diff(TRACETORCH_GEMMA_TRACE, gemma_arguments(), fixture, dir) == std::vector<int>{0, 0});
+  const std::string name = "GemmaModel_debug_tree_FULL_TENSORS.json";
+  DOCTEST_CHECK(tracetorch_test::read_file(dir / "repr" / name) == tracetorch_test::read_file(fixture / "trace_repr" / name));
+  // Without --call the config's use_cache records a cache the reference's call did not have: the diff says so.
+  const auto cached = tracetorch_test::run_program(
+      TRACETORCH_GEMMA_TRACE, "--config " + in(fixture, "config.json") + " --weights " + in(fixture, "model.safetensors.index.json") +
+                                  " --input-ids " + in(fixture, "input_ids.safetensors") + " --no-prune-layers --debug-path " +
+                                  (dir / "cached").string());
+  DOCTEST_REQUIRE(cached.exit_code == 0);
+  DOCTEST_CHECK(tracetorch_test::run_program(TRACETORCH_DIFF, (fixture / "trace_repr").string() + " " + (dir / "cached").string())
+                    .exit_code == 1);
+}
+
+DOCTEST_TEST_CASE("gpt2_trace on its fixture: both traces equal the reference's") {
+  using namespace program_trace_main_test;
+  tracetorch_test::TempDir dir;
+  const auto fixture = tracetorch_test::data_dir() / "gpt2";
+  DOCTEST_CHECK(trace_and_diff(TRACETORCH_GPT2_TRACE, gpt2_arguments(), fixture, dir) == std::vector<int>{0, 0});
+  const auto traced = tracetorch_test::run_program(TRACETORCH_GPT2_TRACE, gpt2_arguments() + " --debug-path " + (dir / "again").string());
+  DOCTEST_CHECK(traced.output.find("gpt2_trace: traced GPT2Model (2 layers, hidden 8) on input_ids [2, 5] -> last_hidden_state") !=
+                std::string::npos);
+}
+
+DOCTEST_TEST_CASE("--call: an unknown name or a wrong type is a usage error listing the call's keywords") {
+  using namespace program_trace_main_test;
+  tracetorch_test::TempDir dir;
+  const std::string out = " --debug-path " + (dir / "out").string();
+  auto result = tracetorch_test::run_program(TRACETORCH_GEMMA_TRACE, gemma_arguments() + " --call use_cahce=False" + out);
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find("gemma_trace: --call use_cahce=False: no keyword 'use_cahce': the call's keywords are "
+                                   "input_ids, attention_mask, position_ids, past_key_values, inputs_embeds, use_cache, "
+                                   "output_attentions, output_hidden_states, cache_position") != std::string::npos);
+  result = tracetorch_test::run_program(TRACETORCH_GEMMA_TRACE, gemma_arguments() + " --call use_cache=1" + out);
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find("use_cache takes True or False, not 1 (the call's keywords: input_ids,") != std::string::npos);
+  result = tracetorch_test::run_program(TRACETORCH_GEMMA_TRACE, gemma_arguments() + " --call use_cache=Flase" + out);
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find("'Flase' is not a Python literal") != std::string::npos);
+  // Llama's root call is (LlamaModelInputs, OutputOptions): the names of both.
+  result = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, "--call output_router_logits=True" + out);
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find("inputs_embeds, cache_position, output_hidden_states, output_attentions, use_cache") !=
+                std::string::npos);
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+DOCTEST_TEST_CASE("--inputs: each tensor passed as the keyword of its name; a tensor that is no keyword refused") {
+  using namespace program_trace_main_test;
+  tracetorch_test::TempDir dir;
+  const auto fixture = tracetorch_test::data_dir() / "gpt2";
+  const auto ids = tracetorch::safetensors::load_single(fixture / "input_ids.safetensors", "input_ids");
+  tracetorch::safetensors::save(dir / "inputs.safetensors",
+                                tracetorch::safetensors::NamedTensors{{"input_ids", ids}, {"attention_mask", torch::ones_like(ids)}});
+  const std::string base = "--config " + in(fixture, "config.json") + " --weights " + in(fixture, "model.safetensors") +
+                           " --no-prune-layers --inputs " + (dir / "inputs.safetensors").string();
+  const auto result = tracetorch_test::run_program(TRACETORCH_GPT2_TRACE, base + " --debug-path " + (dir / "out").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_REQUIRE(result.exit_code == 0);
+  const auto summary = tracetorch_test::read_json(dir / "out" / "GPT2Model_debug_tree_SUMMARY.json");
+  std::vector<std::string> keys;
+  for (const auto& entry : summary.at("inputs").at("kwargs").as_object()) keys.emplace_back(entry.key());
+  DOCTEST_CHECK(keys == std::vector<std::string>{"input_ids", "attention_mask"});
+
+  tracetorch::safetensors::save(dir / "bad.safetensors",
+                                tracetorch::safetensors::NamedTensors{{"input_ids", ids}, {"pixel_values", torch::zeros({1, 3})}});
+  const auto refused = tracetorch_test::run_program(
+      TRACETORCH_GPT2_TRACE, "--inputs " + (dir / "bad.safetensors").string() + " --debug-path " + (dir / "bad").string());
+  DOCTEST_CHECK(refused.exit_code == 2);
+  DOCTEST_CHECK(refused.output.find("tensor 'pixel_values' is not a keyword of the call: the call's keywords are input_ids, "
+                                    "past_key_values, attention_mask") != std::string::npos);
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "bad"));
+}
+
+}  // DOCTEST_TEST_SUITE
