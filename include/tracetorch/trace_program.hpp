@@ -20,11 +20,12 @@
 /// `--inputs FILE.safetensors` (each tensor passed as the keyword of its name), `--call KEY=VALUE`
 /// (a keyword of the root call as a Python literal, set by the keyword struct's declared names;
 /// an unknown name or a wrong type exits 2 listing the names), `--output-hidden-states`,
-/// `--output-attentions`, `--dump-captured DIR`, `--replay REF_TRACE [--json REPORT]`
-/// (docs/reference/replay.md) and `--find-nonfinite`. The root call's arguments are the model
+/// `--output-attentions`, `--dump-captured DIR`, `--replay REF_TRACE [--json REPORT] [--html REPORT.html]`
+/// (docs/reference/replay.md) and `--find-nonfinite` (the first module call whose outputs hold
+/// NaN or Inf, printed, exit 3; without --debug-path no trace is written). The root call's arguments are the model
 /// forward's own parameter types (keyword structs, tracetorch::OutputOptions), default-constructed
 /// and set by name. Exit status: 0, 1 (an error, one line on stderr), 2 (a bad command line),
-/// with --replay 1 when a call diverges.
+/// with --replay 1 when a call diverges, with --find-nonfinite 3 when a non-finite value is found.
 
 #include <torch/torch.h>
 
@@ -36,6 +37,8 @@
 #include "tracetorch/checkpoint.hpp"
 #include "tracetorch/debugger.hpp"
 #include "tracetorch/error.hpp"
+#include "tracetorch/html_report.hpp"
+#include "tracetorch/nonfinite.hpp"
 #include "tracetorch/output.hpp"
 #include "tracetorch/replay.hpp"
 #include "tracetorch/detail/program/trace_main.hpp"
@@ -59,10 +62,20 @@ template <class Model, class Config>
 int trace_main(int argc, char** argv, const TraceProgramOptions& options = {}) {
   detail::TraceProgramHooks<Model> hooks;
   hooks.trace = [](Model& model, const detail::TraceArguments& args, const std::function<void()>& call) {
-    auto guard = model_addition_debugger(
-        model, {.debug_path = args.debug_path, .do_prune_layers = args.prune_layers, .use_repr = args.use_repr});
+    detail::TracedFiles files;
+    if (args.debug_path.empty()) {  // --find-nonfinite alone: the sentinel, no trace written
+      auto sentinel = find_nonfinite(model);
+      call();
+      if (const auto found = sentinel.first()) files.first_nonfinite = found->message();
+      return files;
+    }
+    auto guard = model_addition_debugger(model, {.debug_path = args.debug_path, .do_prune_layers = args.prune_layers,
+                                                 .use_repr = args.use_repr, .find_nonfinite = args.find_nonfinite});
     call();
-    return detail::TracedFiles{guard.summary_path(), guard.full_tensors_path()};
+    files.summary = guard.summary_path();
+    files.full_tensors = guard.full_tensors_path();
+    if (const auto found = guard.first_nonfinite()) files.first_nonfinite = found->message();
+    return files;
   };
   hooks.load_weights = [](Model& model, const std::filesystem::path& weights, const checkpoint::Options& load) {
     checkpoint::load(*model, weights, load);
@@ -73,6 +86,11 @@ int trace_main(int argc, char** argv, const TraceProgramOptions& options = {}) {
     if (args.replay_json) {
       detail::write_text_file(*args.replay_json, replay_report_json(report));
       std::cout << "wrote " << args.replay_json->string() << "\n";
+    }
+    if (args.replay_html) {
+      const boost::json::value calls = boost::json::parse(replay_report_json(report));
+      write_html_report(*args.replay_html, nullptr, &calls);
+      std::cout << "wrote " << args.replay_html->string() << "\n";
     }
     return report.count(ReplayStatus::diverges) > 0 ? 1 : 0;
   };

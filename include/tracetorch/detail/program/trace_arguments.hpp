@@ -29,7 +29,7 @@ struct TraceArguments {
   /// --call KEY=VALUE, in the order given: (key, the Python literal's text).
   std::vector<std::pair<std::string, std::string>> calls;
   bool find_nonfinite = false;
-  std::optional<std::filesystem::path> replay, replay_json;
+  std::optional<std::filesystem::path> replay, replay_json, replay_html;
 };
 
 /// The usage text of program `program` tracing `root` (a registered name, "LlamaModel"); `about`
@@ -42,7 +42,7 @@ inline std::string trace_usage(std::string_view program, std::string_view root, 
       "       " + pad + " [--inputs inputs.safetensors] [--call KEY=VALUE]... [--batch B] [--seq S] [--seed N]\n" +
       "       " + pad + " --debug-path DIR [--no-prune-layers] [--safetensors] [--find-nonfinite]\n" +
       "       " + pad + " [--output-hidden-states] [--output-attentions] [--dump-captured DIR]\n" +
-      "       " + p + " [--config ...] [--weights ...] --replay REF_TRACE_DIR [--json REPORT.json]\n\n";
+      "       " + p + " [--config ...] [--weights ...] --replay REF_TRACE_DIR [--json REPORT.json] [--html REPORT.html]\n\n";
   text += "Runs " + std::string(about) + " under tracetorch's model addition debugger\nand writes DIR/" + std::string(root) +
           "_debug_tree_SUMMARY.json and _FULL_TENSORS.json.\n";
   text += "  --config           transformers config JSON (default: " + std::string(config_default) + ")\n";
@@ -63,7 +63,8 @@ inline std::string trace_usage(std::string_view program, std::string_view root, 
       "  --find-nonfinite   name the first module call whose outputs hold NaN or Inf (exit 3)\n"
       "  --replay           run every module call on the inputs a use_repr=False reference trace recorded\n"
       "                     and compare its outputs (docs/reference/replay.md); exit 1 when one diverges\n"
-      "  --json             with --replay: write the report as JSON\n";
+      "  --json             with --replay: write the report as JSON\n"
+      "  --html             with --replay: write the report as one self-contained HTML page\n";
   return text;
 }
 
@@ -117,6 +118,8 @@ inline bool read_trace_flag(command_line::ArgumentReader& arg, TraceArguments& a
     if (args.replay->empty()) throw command_line::UsageError("--replay needs a reference trace directory");
   } else if (flag == "--json") {
     args.replay_json = arg.value();
+  } else if (flag == "--html") {
+    args.replay_html = arg.value();
   } else {
     return false;
   }
@@ -131,7 +134,8 @@ inline TraceArguments parse_trace_arguments(int argc, char** argv) {
     if (!read_trace_flag(arg, args, have_debug_path)) throw command_line::UsageError("unknown argument '" + arg.name() + "'");
   }
   if (args.replay_json && !args.replay) throw command_line::UsageError("--json needs --replay");
-  if (!args.replay && (!have_debug_path || args.debug_path.empty())) throw command_line::UsageError("--debug-path DIR is required");
+  if (args.replay_html && !args.replay) throw command_line::UsageError("--html needs --replay");
+  if (!args.replay && !args.find_nonfinite && (!have_debug_path || args.debug_path.empty())) throw command_line::UsageError("--debug-path DIR is required (unless --replay or --find-nonfinite)");
   if (args.dump_captured && !args.output_hidden_states && !args.output_attentions) {
     throw command_line::UsageError("--dump-captured needs --output-hidden-states or --output-attentions");
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -24,9 +25,10 @@ struct TraceProgramSettings {
   checkpoint::Options checkpoint;
 };
 
-/// The files a traced call wrote.
+/// The files a traced call wrote (none with --find-nonfinite alone), and the sentinel's finding.
 struct TracedFiles {
   std::filesystem::path summary, full_tensors;
+  std::optional<std::string> first_nonfinite;  // "first non-finite: PATH (call K) ...", with --find-nonfinite
 };
 
 /// What the public layer lends: the debugger around `call`, the checkpoint loader, the replay
@@ -90,11 +92,20 @@ int run_traced_call(Model& model, RootCallOf<Model>& root, const Config& config,
     std::cout << " -> last_hidden_state " << output->last_hidden_state.sizes();
   }
   std::cout << "\n";
-  std::cout << "wrote " << files.summary.string() << "\n";
-  std::cout << "wrote " << files.full_tensors.string() << (args.use_repr ? "" : " and one .safetensors file per tensor") << "\n";
+  if (!files.summary.empty()) {
+    std::cout << "wrote " << files.summary.string() << "\n";
+    std::cout << "wrote " << files.full_tensors.string() << (args.use_repr ? "" : " and one .safetensors file per tensor") << "\n";
+  }
   if (args.dump_captured) dump_captured(settings.program, *args.dump_captured, *output);
-  std::cout << "leaf module outputs:\n";
-  print_leaf_shapes_of(files.summary);
+  if (!files.summary.empty()) {
+    std::cout << "leaf module outputs:\n";
+    print_leaf_shapes_of(files.summary);
+  }
+  if (files.first_nonfinite) {  // the sentinel's exit status: 3, apart from errors (1) and usage (2)
+    std::cout << *files.first_nonfinite << "\n";
+    return 3;
+  }
+  if (args.find_nonfinite) std::cout << "no non-finite value in any module call's outputs\n";
   return 0;
 }
 
@@ -120,10 +131,6 @@ int run_trace_program(ParsedTraceProgram<Model>& parsed, const TraceProgramSetti
     }
     Model model = build_model<Model>(config, args, settings, hooks);
     if (args.replay) return hooks.replay(model, args);
-    if (args.find_nonfinite) {
-      // The non-finite sentinel (issue 34 item 3) is wired in here: it wraps hooks.trace's call.
-      throw Error("--find-nonfinite: the non-finite sentinel is not part of this build");
-    }
     set_root_inputs<Model>(parsed.root, config, args, input_ids);
     return run_traced_call(model, parsed.root, config, args, settings, hooks);
   } catch (const std::exception& e) {
