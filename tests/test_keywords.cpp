@@ -90,6 +90,41 @@ struct NetImpl : torch::nn::Module {
 };
 TRACEABLE(Net);
 
+/// Handing keywords on, as Python's `**kwargs` (`.x = kw.x`) and as `f(x=x)` (`.x = kw.x.or_none()`).
+struct TowerKeywords {
+  tracetorch::Keyword<std::int64_t> vision_feature_layer;
+  tracetorch::Keyword<std::string> vision_feature_select_strategy;
+};
+TRACETORCH_KEYWORDS(TowerKeywords, vision_feature_layer, vision_feature_select_strategy);
+
+struct TowerImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor& h, const TowerKeywords& kw = {}) {
+    seen_layer = kw.vision_feature_layer.or_none();
+    seen_strategy = kw.vision_feature_select_strategy.or_none();
+    seen_passed = kw.vision_feature_layer.passed();
+    return h * static_cast<double>(kw.vision_feature_layer.value_or(-2));
+  }
+  std::optional<std::int64_t> seen_layer;
+  std::optional<std::string> seen_strategy;
+  bool seen_passed = false;
+};
+TRACEABLE(Tower);
+
+struct HandOnImpl : torch::nn::Module {
+  HandOnImpl() { tower = register_module("tower", Tower()); }
+  torch::Tensor forward(const torch::Tensor& h, const TowerKeywords& kw = {}) {
+    if (explicitly) {
+      return tower(h, {.vision_feature_layer = kw.vision_feature_layer.or_none(),
+                       .vision_feature_select_strategy = kw.vision_feature_select_strategy.or_none()});
+    }
+    return tower(h, {.vision_feature_layer = kw.vision_feature_layer,
+                     .vision_feature_select_strategy = kw.vision_feature_select_strategy});
+  }
+  bool explicitly = false;
+  Tower tower{nullptr};
+};
+TRACEABLE(HandOn);
+
 }  // namespace kwtest
 
 namespace {
@@ -199,6 +234,48 @@ DOCTEST_TEST_SUITE("keywords") {
     const auto& as_const = kw;
     tracetorch_keywords(as_const, [&](std::string_view name, const auto&) { recorded.emplace_back(name); });
     DOCTEST_CHECK(recorded == std::vector<std::string>{"past_key_values", "use_cache"});
+  }
+
+  DOCTEST_TEST_CASE("a keyword handed on keeps not passed and None, for an int and a string as for a tensor") {
+    kwtest::HandOn outer;
+    const auto x = torch::ones({2});
+    const auto tower_kwargs = [&](const kwtest::TowerKeywords& kw) {
+      TempDir dir;
+      {
+        auto guard = tracetorch::model_addition_debugger(outer, {.debug_path = dir.path(), .do_prune_layers = false});
+        outer(x, kw);
+      }
+      const auto trace = read_json(dir.path() / "HandOn_debug_tree_SUMMARY.json");
+      const auto& inputs = trace.at("children").as_array().at(0).at("inputs").as_object();
+      return inputs.contains("kwargs") ? keys_of(inputs.at("kwargs")) : std::vector<std::string>{};
+    };
+
+    // **kwargs: not passed stays not passed, and reads as None below.
+    DOCTEST_CHECK(tower_kwargs({}).empty());
+    DOCTEST_CHECK_FALSE(outer->tower->seen_passed);
+    DOCTEST_CHECK_FALSE(outer->tower->seen_layer.has_value());
+    DOCTEST_CHECK_FALSE(outer->tower->seen_strategy.has_value());
+    // passed as None stays None; a value stays the value.
+    DOCTEST_CHECK(tower_kwargs({.vision_feature_layer = nullptr, .vision_feature_select_strategy = "full"}) ==
+                  std::vector<std::string>{"vision_feature_layer", "vision_feature_select_strategy"});
+    DOCTEST_CHECK(outer->tower->seen_passed);
+    DOCTEST_CHECK_FALSE(outer->tower->seen_layer.has_value());
+    DOCTEST_CHECK(outer->tower->seen_strategy == "full");
+
+    // x=x: always passed, None where the outer call had no value.
+    outer->explicitly = true;
+    DOCTEST_CHECK(tower_kwargs({}) == std::vector<std::string>{"vision_feature_layer", "vision_feature_select_strategy"});
+    DOCTEST_CHECK(outer->tower->seen_passed);
+    DOCTEST_CHECK_FALSE(outer->tower->seen_layer.has_value());
+    DOCTEST_CHECK_FALSE(outer->tower->seen_strategy.has_value());
+
+    // A keyword handed on to a keyword of another, convertible type keeps its state too.
+    const tracetorch::Keyword<std::int64_t> unpassed;
+    const tracetorch::Keyword<double> widened = unpassed;
+    DOCTEST_CHECK_FALSE(widened.passed());
+    DOCTEST_CHECK_FALSE(widened.has_value());
+    const tracetorch::Keyword<std::int64_t> none = nullptr;
+    DOCTEST_CHECK(tracetorch::Keyword<double>(none).is_none());
   }
 
   DOCTEST_TEST_CASE("the body sees passed values and defaults") {

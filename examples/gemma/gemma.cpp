@@ -27,33 +27,14 @@ bool given(const tracetorch::Keyword<torch::Tensor>& keyword) { return keyword.h
 }  // namespace
 
 GemmaConfig GemmaConfig::from_json_file(const std::filesystem::path& path) {
-  const tracetorch::ConfigFile file(path);
-  GemmaConfig config;
-  file.read("vocab_size", config.vocab_size);
-  file.read("hidden_size", config.hidden_size);
-  file.read("intermediate_size", config.intermediate_size);
-  file.read("num_hidden_layers", config.num_hidden_layers);
-  file.read("num_attention_heads", config.num_attention_heads);
-  file.read("num_key_value_heads", config.num_key_value_heads);
-  file.read("head_dim", config.head_dim);
-  file.read("hidden_act", config.hidden_act);
-  file.read("hidden_activation", config.hidden_activation);
-  file.read("max_position_embeddings", config.max_position_embeddings);
-  file.read("rms_norm_eps", config.rms_norm_eps);
-  file.read("rope_theta", config.rope_theta);
-  if (file.has("rope_scaling")) file.fail("rope_scaling", "must be null: only the default rope is ported");
-  file.read("attention_bias", config.attention_bias);
-  file.read("attention_dropout", config.attention_dropout);
-  file.read("pad_token_id", config.pad_token_id);
-  file.read("use_cache", config.use_cache);
-  file.read("output_attentions", config.output_attentions);
-  file.read("output_hidden_states", config.output_hidden_states);
-  config.validate(path.string());
-  return config;
+  return tracetorch::load_config<GemmaConfig>(path);
 }
 
 void GemmaConfig::validate(const std::string& where) const {
   const auto fail = [&](const std::string& why) { throw tracetorch::Error("gemma: " + where + ": " + why); };
+  if (!rope_scaling.is_null()) {
+    throw tracetorch::Error("tracetorch: " + where + ": \"rope_scaling\" must be null: only the default rope is ported");
+  }
   const std::pair<const char*, std::int64_t> sizes[] = {
       {"vocab_size", vocab_size},         {"hidden_size", hidden_size},
       {"intermediate_size", intermediate_size}, {"num_attention_heads", num_attention_heads},
@@ -89,8 +70,7 @@ GemmaMLPImpl::GemmaMLPImpl(const GemmaConfig& c) {
   gate_proj = register_module("gate_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
   up_proj = register_module("up_proj", tracetorch::nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
   down_proj = register_module("down_proj", tracetorch::nn::Linear(LinearOptions(c.intermediate_size, c.hidden_size).bias(false)));
-  act_fn = tracetorch::nn::get_activation(c.hidden_act);
-  register_module("act_fn", act_fn.ptr());
+  act_fn = tracetorch::nn::register_activation(*this, "act_fn", c.hidden_act);
 }
 
 torch::Tensor GemmaMLPImpl::forward(const torch::Tensor& x) {

@@ -22,6 +22,7 @@
 #include <tracetorch/cache.hpp>
 #include <tracetorch/capture.hpp>
 #include <tracetorch/checkpoint.hpp>
+#include <tracetorch/config_file.hpp>
 #include <tracetorch/error.hpp>
 #include <tracetorch/keywords.hpp>
 #include <tracetorch/module.hpp>
@@ -59,13 +60,19 @@ struct GemmaConfig {
   bool use_cache = true;
   bool output_attentions = false;
   bool output_hidden_states = false;
+  /// Must stay null: only the default rope is ported.
+  boost::json::value rope_scaling;
 
-  /// Reads a transformers config.json; unknown keys are ignored. A key of the wrong type, a
-  /// rope_scaling (only the default rope is ported), an unknown hidden_act or sizes that do not fit
-  /// together are a tracetorch::Error naming the file and the key.
+  /// Reads a transformers config.json (tracetorch::load_config); unknown keys are ignored. A key
+  /// of the wrong type, a rope_scaling, an unknown hidden_act or sizes that do not fit together
+  /// are a tracetorch::Error naming the file and the key.
   static GemmaConfig from_json_file(const std::filesystem::path& path);
-  void validate(const std::string& where) const;
+  void validate(const std::string& where) const;  // the hook load_config runs
 };
+TRACETORCH_CONFIG(GemmaConfig, vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+                  num_key_value_heads, head_dim, hidden_act, hidden_activation, max_position_embeddings, rms_norm_eps,
+                  rope_theta, attention_bias, attention_dropout, pad_token_id, use_cache, output_attentions,
+                  output_hidden_states, rope_scaling);
 
 /// The v4.49-era cache_utils.DynamicCache: tracetorch's (the same update and lengths), recorded
 /// as that era's Python records it. The class had no __repr__, so Python's trace holds

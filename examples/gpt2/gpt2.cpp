@@ -2,7 +2,6 @@
 #include "gpt2.hpp"
 
 #include <tracetorch/checkpoint.hpp>
-#include <tracetorch/config_file.hpp>
 
 #include <cmath>
 #include <limits>
@@ -30,26 +29,7 @@ torch::Tensor merge_heads(const torch::Tensor& tensor, std::int64_t num_heads, s
 }  // namespace
 
 GPT2Config GPT2Config::from_json_file(const std::filesystem::path& path) {
-  const tracetorch::ConfigFile file(path);
-  GPT2Config config;
-  file.read("vocab_size", config.vocab_size);
-  file.read("n_positions", config.n_positions);
-  file.read("n_embd", config.n_embd);
-  file.read("n_layer", config.n_layer);
-  file.read("n_head", config.n_head);
-  file.read("n_inner", config.n_inner);  // null: 4 * n_embd
-  file.read("activation_function", config.activation_function);
-  file.read("resid_pdrop", config.resid_pdrop);
-  file.read("embd_pdrop", config.embd_pdrop);
-  file.read("attn_pdrop", config.attn_pdrop);
-  file.read("layer_norm_epsilon", config.layer_norm_epsilon);
-  file.read("scale_attn_weights", config.scale_attn_weights);
-  file.read("scale_attn_by_inverse_layer_idx", config.scale_attn_by_inverse_layer_idx);
-  file.read("use_cache", config.use_cache);
-  file.read("output_attentions", config.output_attentions);
-  file.read("output_hidden_states", config.output_hidden_states);
-  config.validate(path.string());
-  return config;
+  return tracetorch::load_config<GPT2Config>(path);
 }
 
 void GPT2Config::validate(const std::string& where) const {
@@ -62,8 +42,7 @@ void GPT2Config::validate(const std::string& where) const {
 GPT2MLPImpl::GPT2MLPImpl(std::int64_t intermediate_size, const GPT2Config& config) {
   c_fc = register_module("c_fc", tracetorch::nn::Conv1D(intermediate_size, config.n_embd));
   c_proj = register_module("c_proj", tracetorch::nn::Conv1D(config.n_embd, intermediate_size));
-  act = tracetorch::nn::get_activation(config.activation_function);  // ACT2FN[config.activation_function]
-  register_module("act", act.ptr());
+  act = tracetorch::nn::register_activation(*this, "act", config.activation_function);  // ACT2FN[...]
   dropout = register_module("dropout", tracetorch::nn::Dropout(config.resid_pdrop));
 }
 
@@ -144,7 +123,7 @@ GPT2BlockImpl::GPT2BlockImpl(const GPT2Config& config, std::int64_t layer_idx) {
 GPT2BlockOutput GPT2BlockImpl::forward(const torch::Tensor& hidden_states, const GPT2BlockKeywords& kw) {
   auto residual = hidden_states;
   auto [attn_output, present, attn_weights] =
-      attn(ln_1(hidden_states), {.layer_past = kw.layer_past.has_value() ? std::optional<LayerPast>(*kw.layer_past) : std::nullopt,
+      attn(ln_1(hidden_states), {.layer_past = kw.layer_past.or_none(),
                                  .attention_mask = *kw.attention_mask,
                                  .head_mask = *kw.head_mask,
                                  .use_cache = *kw.use_cache,

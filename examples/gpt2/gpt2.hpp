@@ -18,6 +18,7 @@
 // Not ported: cross-attention, head_mask values, token_type_ids, sdpa/flash attention.
 
 #include <tracetorch/capture.hpp>
+#include <tracetorch/config_file.hpp>
 #include <tracetorch/error.hpp>
 #include <tracetorch/keywords.hpp>
 #include <tracetorch/module.hpp>
@@ -49,11 +50,15 @@ struct GPT2Config {
   bool output_attentions = false;
   bool output_hidden_states = false;
 
-  /// Reads a transformers config.json; unknown keys are ignored; a key of the wrong type, an
-  /// unknown activation or inconsistent sizes are a tracetorch::Error naming the file.
+  /// Reads a transformers config.json (tracetorch::load_config); unknown keys are ignored; a key
+  /// of the wrong type, an unknown activation or inconsistent sizes are a tracetorch::Error
+  /// naming the file.
   static GPT2Config from_json_file(const std::filesystem::path& path);
-  void validate(const std::string& where) const;
+  void validate(const std::string& where) const;  // the hook load_config runs
 };
+TRACETORCH_CONFIG(GPT2Config, vocab_size, n_positions, n_embd, n_layer, n_head, n_inner, activation_function, resid_pdrop,
+                  embd_pdrop, attn_pdrop, layer_norm_epsilon, scale_attn_weights, scale_attn_by_inverse_layer_idx, use_cache,
+                  output_attentions, output_hidden_states);
 
 /// One layer's cached (key, value), each [batch, heads, seq, head_dim]: upstream's `layer_past`.
 using LayerPast = std::tuple<torch::Tensor, torch::Tensor>;

@@ -1,7 +1,33 @@
 #pragma once
 /// \file
-/// A transformers `config.json`, read key by key into a port's own config struct: what every
-/// port writes by hand otherwise (the Llama, GPT-2 and Gemma examples use it).
+/// A transformers `config.json` read into a port's own config struct. Declared once, after the
+/// struct, `TRACETORCH_CONFIG(Type, field...)` lists the fields (in declaration order, every one:
+/// checked at compile time) and gives reading, writing back, setting a field by name, and the
+/// struct's `validate` hook:
+///
+/// \code
+/// struct VisionConfig {
+///   std::int64_t hidden_size = 768;
+///   std::int64_t num_hidden_layers = 12;
+/// };
+/// TRACETORCH_CONFIG(VisionConfig, hidden_size, num_hidden_layers);
+///
+/// struct LlavaConfig {
+///   VisionConfig vision_config;                        // a nested object: "vision_config.hidden_size"
+///   std::int64_t image_token_index = 32000;
+///   std::vector<std::int64_t> vision_feature_layers;   // a list
+///   std::map<std::string, double> rope_scaling;        // an object read as a map
+///   void validate(const std::string& where) const;     // optional: called after every read
+/// };
+/// TRACETORCH_CONFIG(LlavaConfig, vision_config, image_token_index, vision_feature_layers, rope_scaling);
+///
+/// tracetorch::ConfigReport report;
+/// auto config = tracetorch::load_config<LlavaConfig>("config.json", &report);  // unknown keys in report
+/// tracetorch::set_config_field(config, "vision_config.hidden_size", "32");    // a Python literal
+/// boost::json::object json = tracetorch::config_to_json(config);
+/// \endcode
+///
+/// Or key by key, for a config that needs its own rules:
 ///
 /// \code
 /// GemmaConfig config;                                    // upstream's defaults
@@ -14,13 +40,19 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
+#include "tracetorch/detail/io/config_struct.hpp"
 #include "tracetorch/detail/io/config_value.hpp"
+#include "tracetorch/detail/io/python_literal.hpp"
 #include "tracetorch/detail/io/read_file.hpp"
+#include "tracetorch/detail/module/field_list.hpp"
 #include "tracetorch/error.hpp"
 
 namespace tracetorch {
@@ -102,4 +134,110 @@ class ConfigFile {
   boost::json::object object_;
 };
 
+/// What reading a config found besides its fields.
+struct ConfigReport {
+  /// The file's keys that no field takes, full ("vision_config.projection_dim"), in the file's
+  /// order: upstream keys the port does not read (`sliding_window`, `layer_types`), or typos.
+  std::vector<std::string> unknown_keys;
+
+  /// "config.json: 2 keys no field takes: sliding_window, layer_types", or "" when none.
+  std::string describe(std::string_view file = "config.json") const {
+    if (unknown_keys.empty()) return "";
+    std::string text = std::string(file) + ": " + std::to_string(unknown_keys.size()) +
+                       (unknown_keys.size() == 1 ? " key" : " keys") + " no field takes: ";
+    for (std::size_t i = 0; i < unknown_keys.size(); ++i) text += (i == 0 ? "" : ", ") + unknown_keys[i];
+    return text;
+  }
+};
+
+/// How read_config treats keys no field takes.
+struct ConfigReadOptions {
+  /// Throw Error (ConfigReport::describe's text) instead of reporting them.
+  bool refuse_unknown_keys = false;
+  /// Full keys the port leaves unread on purpose: neither reported nor refused.
+  std::vector<std::string> ignored_keys = {};
+};
+
+/// Calls `config.validate(where)` where the struct has it (`void validate(const std::string&)
+/// const`), nested config structs first: the hook read_config and load_config run.
+template <class Config>
+void validate_config(const Config& config, const std::string& where) {
+  tracetorch_config(config, [&](std::string_view name, const auto& field) {
+    using F = std::remove_cvref_t<decltype(field)>;
+    if constexpr (detail::is_config_struct<F>) validate_config(field, where + ": " + std::string(name));
+  });
+  if constexpr (requires { config.validate(where); }) config.validate(where);
+}
+
+/// Reads every field TRACETORCH_CONFIG lists from `file` into `config`: an absent key keeps the
+/// default, a nested object fills a nested config struct; a wrong type or range throws Error
+/// naming the file and the full key (`config.json: "vision_config.hidden_size" must be an
+/// integer`) and leaves `config` unchanged. Then runs the validate hook.
+template <detail::is_config_struct Config>
+ConfigReport read_config(const ConfigFile& file, Config& config, const ConfigReadOptions& options = {}) {
+  ConfigReport report;
+  detail::ConfigReadState state{file.name(), report.unknown_keys};
+  Config read = config;
+  detail::read_config_object(file.object(), read, "", state);
+  std::erase_if(report.unknown_keys, [&](const std::string& key) {
+    return std::find(options.ignored_keys.begin(), options.ignored_keys.end(), key) != options.ignored_keys.end();
+  });
+  if (options.refuse_unknown_keys && !report.unknown_keys.empty()) throw Error("tracetorch: " + report.describe(file.name()));
+  validate_config(read, file.name());
+  config = std::move(read);
+  return report;
+}
+
+/// A `Config` with its defaults, then read_config from `path` (bounded; a FIFO refused unread).
+/// The unknown keys go to `report` when given.
+template <detail::is_config_struct Config>
+Config load_config(const std::filesystem::path& path, ConfigReport* report = nullptr, const ConfigReadOptions& options = {}) {
+  Config config;
+  ConfigReport found = read_config(ConfigFile(path), config, options);
+  if (report != nullptr) *report = std::move(found);
+  return config;
+}
+
+/// The config as a transformers config.json holds it: every listed field, nested structs as
+/// objects, nullopt as null. `ConfigFile(serialize(config_to_json(c)), ...)` reads back `c`.
+template <detail::is_config_struct Config>
+boost::json::object config_to_json(const Config& config) {
+  return detail::config_to_json_object(config);
+}
+
+/// Sets the field at `key` ("num_hidden_layers", "vision_config.hidden_size",
+/// "rope_scaling.factor" in a map) from `literal`, a Python literal or JSON ("32", "True",
+/// "None", "'gelu'", "[1, 2]", "{'factor': 8.0}"), converted as a config.json value would be.
+/// An unknown key or a wrong type throws Error naming the key, the config unchanged. Run
+/// validate_config afterwards where the port has a validate hook.
+template <detail::is_config_struct Config>
+void set_config_field(Config& config, std::string_view key, std::string_view literal) {
+  const boost::json::value value = detail::parse_python_literal(literal);
+  const std::string where = "set_config_field";
+  std::vector<std::string> unused;
+  detail::ConfigReadState state{where, unused};
+  Config changed = config;
+  detail::set_config_field_at(changed, key, value, std::string(key), state);
+  config = std::move(changed);
+}
+
 }  // namespace tracetorch
+
+/// Declares a config struct's fields, after the struct in its namespace, in the manner of
+/// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
+/// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
+/// not, every field in order). Checked at compile time, one readable error each: a name that is
+/// not a member, a field left out, fields out of declaration order. (Boost.PFR >= 1.84 can name
+/// fields itself, `boost::pfr::names_as_array`; Debian 12 has 1.81, so the names are listed.)
+#define TRACETORCH_CONFIG(Type, ...)                                                                   \
+  template <class Self, class Visitor>                                                                 \
+    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
+  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_CONFIG_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  }                                                                                                    \
+  TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_CONFIG, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_VISIT_CONFIG_FIELD(r, value, field)                     \
+  if constexpr (requires { value.field; }) {                                      \
+    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
+  }

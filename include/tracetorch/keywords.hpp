@@ -25,16 +25,13 @@
 ///
 /// How the fields are visited (a Keyword only when passed) is detail/module/keyword_fields.hpp.
 
-#include <boost/pfr/core.hpp>
-#include <boost/preprocessor/seq/for_each.hpp>
-#include <boost/preprocessor/variadic/size.hpp>
-#include <boost/preprocessor/variadic/to_seq.hpp>
 
 #include <cstddef>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
+#include "tracetorch/detail/module/field_list.hpp"      // TRACETORCH_DETAIL_CHECK_FIELD_LIST
 #include "tracetorch/detail/module/keyword_fields.hpp"  // visit_keyword_field, TRACETORCH_DETAIL_VISIT_KEYWORD
 
 namespace tracetorch {
@@ -87,6 +84,18 @@ class Keyword {
     requires std::is_constructible_v<T, const U&>
   Keyword(const std::optional<U>& value)  // NOLINT: implicit by design
       : value_(value ? T(*value) : T{}), passed_(true), has_value_(value.has_value()) {}
+
+  /// Handed on as it came, Python's `**kwargs`: `.x = kw.x` keeps "not passed", None and the
+  /// value (and the default, for a keyword not passed), for any `T`; from a `Keyword<U>` whose
+  /// value converts to `T` as well.
+  template <class U>
+    requires(!std::is_same_v<U, T> && std::is_constructible_v<T, const U&>)
+  Keyword(const Keyword<U>& other)  // NOLINT: implicit by design
+      : value_(other.value()), passed_(other.passed()), has_value_(other.has_value()) {}
+
+  /// Handed on as Python's `f(x=x)` does: always passed, None where there is no value (neither
+  /// passed nor defaulted, or passed as None): `.x = kw.x.or_none()`.
+  std::optional<T> or_none() const { return has_value_ ? std::optional<T>(value_) : std::nullopt; }
 
   /// True when the caller passed this keyword (None included).
   bool passed() const noexcept { return passed_; }
@@ -141,15 +150,19 @@ class Keyword {
 /// });
 /// \endcode
 /// A const object (as a forward receives it) always selects the first overload.
+///
+/// The list is checked at compile time, one readable error each: a name that is not a member, a
+/// field left out, fields out of declaration order ("TRACETORCH_KEYWORDS(S, ...) must list the
+/// fields in declaration order": the recorded order would silently differ from the call's).
 #define TRACETORCH_KEYWORDS(Type, ...)                                                               \
   template <class Visitor>                                                                           \
-  void tracetorch_keywords(const Type& value, Visitor&& visit) {                                     \
-    static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),          \
-                  "TRACETORCH_KEYWORDS(" #Type ", ...) must list every field of the struct");        \
+  void tracetorch_keywords(const Type& object, Visitor&& visit) {                                    \
+    const ::tracetorch::detail::dependent_type_t<Type, Visitor>& value = object;                     \
     BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
   }                                                                                                  \
   template <class Visitor>                                                                           \
-  void tracetorch_keywords(Type& value, Visitor&& visit) {                                           \
+  void tracetorch_keywords(Type& object, Visitor&& visit) {                                          \
+    ::tracetorch::detail::dependent_type_t<Type, Visitor>& value = object;                           \
     BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
   }                                                                                                  \
-  static_assert(true)
+  TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_KEYWORDS, Type, __VA_ARGS__)

@@ -17,34 +17,114 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tracetorch/detail/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/output_fields.hpp"
 #include "tracetorch/detail/capture/output_options.hpp"
 #include "tracetorch/detail/capture/to_tuple.hpp"
+#include "tracetorch/kwargs.hpp"
 
 namespace tracetorch {
 
-/// In a trace, options appear as Python keyword arguments holding only what was set, so a call
-/// without options traces exactly like `model(input_ids)` in Python.
+namespace detail {
+
+/// The options that hold one optional bool, by their keyword names.
+inline constexpr std::pair<std::string_view, std::optional<bool> OutputOptions::*> kBoolOutputOptions[] = {
+    {"output_attentions", &OutputOptions::output_attentions}, {"use_cache", &OutputOptions::use_cache},
+    {"return_dict", &OutputOptions::return_dict},             {"debug_io", &OutputOptions::debug_io},
+    {"prune_layers", &OutputOptions::prune_layers},
+};
+
+/// Visits option `name` of `options` when it is set (output_<key> for the record keys' flags).
 template <class Visitor>
-void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
-  if (options.output_hidden_states) {
+void visit_output_option(const OutputOptions& options, std::string_view name, Visitor& visit) {
+  for (const auto& [option, member] : kBoolOutputOptions) {
+    if (name == option) {
+      if (options.*member) visit(option, *(options.*member));
+      return;
+    }
+  }
+  if (name == "output_hidden_states" && options.output_hidden_states) {
     if (options.output_hidden_states->is_list()) {
       visit("output_hidden_states", options.output_hidden_states->indices());
     } else {
       visit("output_hidden_states", options.output_hidden_states->all());
     }
+  } else if (name == "debug_io_dir" && options.debug_io_dir) {
+    visit("debug_io_dir", *options.debug_io_dir);
+  } else if (name.starts_with("output_")) {
+    for (const auto& flag : options.output) {
+      if (flag.key.name() == name.substr(7)) visit("output_" + std::string(flag.key.name()), flag.value);
+    }
   }
-  if (options.output_attentions) visit("output_attentions", *options.output_attentions);
-  for (const auto& flag : options.output) visit("output_" + std::string(flag.key.name()), flag.value);
-  if (options.use_cache) visit("use_cache", *options.use_cache);
-  if (options.return_dict) visit("return_dict", *options.return_dict);
-  if (options.debug_io) visit("debug_io", *options.debug_io);
-  if (options.debug_io_dir) visit("debug_io_dir", *options.debug_io_dir);
-  if (options.prune_layers) visit("prune_layers", *options.prune_layers);
+}
+
+/// Sets option `name` from a Kwargs value; false when `name` is not an output option.
+inline bool set_output_option(OutputOptions& options, const std::string& name, const KwargValue& value) {
+  const auto flag = [&]() -> bool {
+    if (const bool* set = value.get_if<bool>()) return *set;
+    throw Error("tracetorch::output_options: " + name + " must be True or False");
+  };
+  for (const auto& [option, member] : kBoolOutputOptions) {
+    if (name == option) {
+      options.*member = flag();
+      return true;
+    }
+  }
+  if (name == "output_hidden_states") {
+    options.output_hidden_states = LayerSelection(flag());
+  } else if (name == "debug_io_dir" && value.get_if<std::string>()) {
+    options.debug_io_dir = *value.get_if<std::string>();
+  } else if (name.starts_with("output_")) {
+    options.output.push_back({OutputKey::named(std::string_view(name).substr(7)), flag()});
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+/// In a trace, options appear as Python keyword arguments holding only what was set, so a call
+/// without options traces exactly like `model(input_ids)` in Python: first those named in
+/// `call_order` (the caller's order, from output_options(kwargs)), then the others set, in
+/// declaration order.
+template <class Visitor>
+void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
+  const auto in_call_order = [&](std::string_view name) {
+    return std::find(options.call_order.begin(), options.call_order.end(), name) != options.call_order.end();
+  };
+  for (const auto& name : options.call_order) detail::visit_output_option(options, name, visit);
+  std::vector<std::string> declared = {"output_hidden_states", "output_attentions"};
+  for (const auto& flag : options.output) declared.push_back("output_" + std::string(flag.key.name()));
+  for (const char* name : {"use_cache", "return_dict", "debug_io", "debug_io_dir", "prune_layers"}) declared.emplace_back(name);
+  for (const auto& name : declared) {
+    if (!in_call_order(name)) detail::visit_output_option(options, name, visit);
+  }
+}
+
+/// OutputOptions from Python-style keyword arguments, recorded in their order (call_order):
+/// `model(x, tracetorch::output_options({{"output_attentions", true}, {"output_hidden_states", true}}))`
+/// is Python's `model(x, output_attentions=True, output_hidden_states=True)`, traced in that
+/// order. Each entry is output_hidden_states, output_attentions, use_cache, return_dict,
+/// debug_io, prune_layers (True/False), debug_io_dir (a str) or output_<key> (a record key's
+/// flag); another name or type is an Error naming it.
+inline OutputOptions output_options(const Kwargs& kwargs) {
+  OutputOptions options;
+  for (const auto& [name, value] : kwargs.entries()) {
+    if (!detail::set_output_option(options, name, value)) {
+      throw Error("tracetorch::output_options: " + name + " is not an output option; hand it on in a tracetorch::Kwargs");
+    }
+    options.call_order.push_back(name);
+  }
+  return options;
 }
 
 /// output_hidden_states / output_attentions / return_dict, and `output_<key>` for the record

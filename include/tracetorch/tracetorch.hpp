@@ -12,6 +12,7 @@
 #include "tracetorch/debugger.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/keywords.hpp"
+#include "tracetorch/kwargs.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/nn.hpp"
 #include "tracetorch/nonfinite.hpp"

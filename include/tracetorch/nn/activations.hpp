@@ -7,6 +7,7 @@
 /// \code
 /// torch::nn::AnyModule act = tracetorch::nn::get_activation("gelu_new");  // ACT2FN["gelu_new"]
 /// register_module("act", act.ptr());                                    // a NewGELUActivation
+/// act = tracetorch::nn::register_activation(*this, "act", "gelu_new");  // the same, in one line
 /// torch::Tensor y = act.forward(x);
 /// \endcode
 ///
@@ -192,6 +193,15 @@ AnyModule get_activation(std::string_view name) {
   for (const auto& entry : detail::kActivations<AnyModule>) known += (known.empty() ? "" : ", ") + std::string(entry.name);
   throw Error("tracetorch::nn::get_activation: function \"" + std::string(name) + "\" not found in ACT2FN mapping [" +
               known + "]");
+}
+
+/// get_activation and register_module in one line: `act = tracetorch::nn::register_activation(*this,
+/// "act", config.activation_function);` registers ACT2FN[name] under `name` and returns it.
+template <class AnyModule = torch::nn::AnyModule>
+AnyModule register_activation(torch::nn::Module& parent, const std::string& name, std::string_view activation) {
+  AnyModule act = get_activation<AnyModule>(activation);
+  parent.register_module(name, act.ptr());
+  return act;
 }
 
 }  // namespace tracetorch::nn

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <mutex>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,7 +67,23 @@ class OutputKey {
   }
   constexpr std::string_view name() const noexcept { return name_; }
 
+  /// A key known only at run time (`output_options(kwargs)`): the same checks, an Error naming
+  /// it instead of a compile error. The name is kept for the program's life (one copy per key).
+  static OutputKey named(std::string_view key) {
+    if (!detail::is_record_key(key) || detail::role_of(key) != detail::OutputRole::keyed) {
+      throw Error("tracetorch: output_" + std::string(key) + " is not a record key's flag (output_<key> of a declared record key, "
+                  "not output_hidden_states or output_attentions)");
+    }
+    static std::mutex mutex;
+    static std::set<std::string, std::less<>> names;
+    const std::lock_guard<std::mutex> lock(mutex);
+    return OutputKey(RunTime{}, *names.emplace(key).first);
+  }
+
  private:
+  struct RunTime {};
+  OutputKey(RunTime, std::string_view name) : name_(name) {}
+
   static consteval void check(std::string_view key) {
     if (!detail::is_record_key(key)) detail::output_key_must_be_a_field_name_without_output_prefix();
     if (detail::role_of(key) != detail::OutputRole::keyed) {
@@ -137,6 +156,10 @@ struct OutputOptions {
   /// were finite. As debug_io, read by the traced forward that takes these options; not a
   /// keyword of the trace.
   std::optional<NonFinite>* find_nonfinite = nullptr;
+  /// The order the caller passed the options in, as Python's kwargs dict keeps it (names such as
+  /// "output_attentions", "output_router_logits"): `tracetorch::output_options(kwargs)` fills it.
+  /// A trace records these first, in this order, then any other option set, in declaration order.
+  std::vector<std::string> call_order = {};
 };
 
 /// How `capture_outputs` finishes hidden_states.

@@ -41,9 +41,13 @@ void visit_keyword_field(Visit& visit, std::string_view name, const Field& field
 }  // namespace tracetorch
 
 /// One field of TRACETORCH_KEYWORDS, for BOOST_PP_SEQ_FOR_EACH.
-#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field) \
-  ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field);
+#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field)                                     \
+  if constexpr (requires { value.field; }) {                                                 \
+    ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field); \
+  }
 
 /// One field of TRACETORCH_KEYWORDS's mutable overload: the field itself, passed or not.
-#define TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD(r, value, field) \
-  visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);
+#define TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD(r, value, field)                  \
+  if constexpr (requires { value.field; }) {                                    \
+    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);          \
+  }

@@ -1,0 +1,181 @@
+// tracetorch/config_file.hpp's TRACETORCH_CONFIG: a config struct declared once, read from a
+// transformers config.json with nested objects and lists, unknown keys reported, written back,
+// set by name from a Python literal, validated by its hook.
+
+#include <doctest/doctest.h>
+
+#include <tracetorch/config_file.hpp>
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "test_helpers.hpp"
+
+namespace cfgtest {
+
+struct VisionConfig {
+  std::int64_t hidden_size = 768;
+  std::int64_t num_hidden_layers = 12;
+  std::string hidden_act = "quick_gelu";
+};
+TRACETORCH_CONFIG(VisionConfig, hidden_size, num_hidden_layers, hidden_act);
+
+struct RopeParameters {
+  std::string rope_type = "default";
+  double rope_theta = 10000.0;
+  std::optional<double> factor;
+};
+TRACETORCH_CONFIG(RopeParameters, rope_type, rope_theta, factor);
+
+/// A Llava-like config: nested objects (a struct, an optional struct, a map), lists.
+struct LlavaConfig {
+  VisionConfig vision_config;
+  std::optional<VisionConfig> text_config;
+  std::int64_t image_token_index = 32000;
+  std::vector<std::int64_t> vision_feature_layers = {-2};
+  RopeParameters rope_parameters;
+  std::map<std::string, double> rope_scaling;
+  std::vector<VisionConfig> towers;
+  std::optional<std::int64_t> pad_token_id = 0;
+
+  /// The hook read_config runs after a read: a port's own rules, naming the file.
+  void validate(const std::string& where) const {
+    if (image_token_index < 0) throw tracetorch::Error(where + ": image_token_index must be >= 0");
+  }
+};
+TRACETORCH_CONFIG(LlavaConfig, vision_config, text_config, image_token_index, vision_feature_layers, rope_parameters,
+                  rope_scaling, towers, pad_token_id);
+
+/// What read_config throws for `text`, or "" when it does not.
+std::string read_error(const std::string& text, LlavaConfig& config) {
+  try {
+    tracetorch::read_config(tracetorch::ConfigFile(text, "config.json"), config);
+  } catch (const tracetorch::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace cfgtest
+
+DOCTEST_TEST_CASE("config: nested objects, lists and maps read from one declaration; absent keys keep defaults") {
+  const tracetorch::ConfigFile file(R"({"vision_config": {"hidden_size": 32, "hidden_act": "gelu"},
+      "text_config": {"num_hidden_layers": 2}, "vision_feature_layers": [-1, -3],
+      "rope_parameters": {"rope_type": "llama3", "factor": 8}, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1},
+      "towers": [{"hidden_size": 4}, {}], "pad_token_id": null})",
+                                    "config.json");
+  cfgtest::LlavaConfig config;
+  const tracetorch::ConfigReport report = tracetorch::read_config(file, config);
+  DOCTEST_CHECK(report.unknown_keys.empty());
+  DOCTEST_CHECK(config.vision_config.hidden_size == 32);
+  DOCTEST_CHECK(config.vision_config.num_hidden_layers == 12);  // absent inside the object: default
+  DOCTEST_CHECK(config.vision_config.hidden_act == "gelu");
+  DOCTEST_REQUIRE(config.text_config.has_value());
+  DOCTEST_CHECK(config.text_config->num_hidden_layers == 2);
+  DOCTEST_CHECK(config.text_config->hidden_size == 768);
+  DOCTEST_CHECK(config.image_token_index == 32000);
+  DOCTEST_CHECK(config.vision_feature_layers == std::vector<std::int64_t>{-1, -3});
+  DOCTEST_CHECK(config.rope_parameters.rope_type == "llama3");
+  DOCTEST_CHECK(config.rope_parameters.rope_theta == 10000.0);
+  DOCTEST_CHECK(config.rope_parameters.factor == 8.0);
+  DOCTEST_CHECK(config.rope_scaling == std::map<std::string, double>{{"factor", 8.0}, {"low_freq_factor", 1.0}});
+  DOCTEST_REQUIRE(config.towers.size() == 2);
+  DOCTEST_CHECK(config.towers[0].hidden_size == 4);
+  DOCTEST_CHECK(config.towers[1].hidden_size == 768);
+  DOCTEST_CHECK_FALSE(config.pad_token_id.has_value());
+}
+
+DOCTEST_TEST_CASE("config: a wrong type inside a nested object names the file and the full key, the config unchanged") {
+  cfgtest::LlavaConfig config;
+  DOCTEST_CHECK(cfgtest::read_error(R"({"image_token_index": 5, "vision_config": {"hidden_size": "32"}})", config) ==
+                "tracetorch: config.json: \"vision_config.hidden_size\" must be an integer");
+  DOCTEST_CHECK(config.image_token_index == 32000);  // nothing of the failed read kept
+  DOCTEST_CHECK(cfgtest::read_error(R"({"towers": [{}, {"num_hidden_layers": 1.5}]})", config) ==
+                "tracetorch: config.json: \"towers[1].num_hidden_layers\" must be an integer");
+  DOCTEST_CHECK(cfgtest::read_error(R"({"rope_scaling": {"factor": "8"}})", config) ==
+                "tracetorch: config.json: \"rope_scaling.factor\" must be a number");
+  DOCTEST_CHECK(cfgtest::read_error(R"({"vision_config": [1]})", config) ==
+                "tracetorch: config.json: \"vision_config\" must be an object");
+  DOCTEST_CHECK(cfgtest::read_error(R"({"image_token_index": -1})", config) == "config.json: image_token_index must be >= 0");
+  DOCTEST_CHECK(config.image_token_index == 32000);
+  DOCTEST_CHECK(config.towers.empty());
+}
+
+DOCTEST_TEST_CASE("config: keys no field takes are reported with their full key, ignored on request, or refused") {
+  const tracetorch::ConfigFile file(
+      R"({"sliding_window": 4096, "vision_config": {"projection_dim": 8, "hidden_size": 16}, "layer_types": ["full"]})",
+      "config.json");
+  cfgtest::LlavaConfig config;
+  const auto report = tracetorch::read_config(file, config);
+  DOCTEST_CHECK(report.unknown_keys == std::vector<std::string>{"sliding_window", "vision_config.projection_dim", "layer_types"});
+  DOCTEST_CHECK(report.describe() ==
+                "config.json: 3 keys no field takes: sliding_window, vision_config.projection_dim, layer_types");
+  DOCTEST_CHECK(config.vision_config.hidden_size == 16);
+
+  const auto ignoring = tracetorch::read_config(file, config, {.ignored_keys = {"sliding_window", "layer_types"}});
+  DOCTEST_CHECK(ignoring.unknown_keys == std::vector<std::string>{"vision_config.projection_dim"});
+
+  cfgtest::LlavaConfig untouched;
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::read_config(file, untouched, {.refuse_unknown_keys = true}),
+                               "tracetorch: config.json: 3 keys no field takes: sliding_window, "
+                               "vision_config.projection_dim, layer_types",
+                               tracetorch::Error);
+  DOCTEST_CHECK(untouched.vision_config.hidden_size == 768);
+}
+
+DOCTEST_TEST_CASE("config: written back to JSON and read again; a file read by load_config, FIFO-safe through ConfigFile") {
+  cfgtest::LlavaConfig config;
+  config.vision_config.hidden_size = 8;
+  config.text_config = cfgtest::VisionConfig{.hidden_size = 4};
+  config.rope_scaling = {{"factor", 2.0}};
+  config.towers = {cfgtest::VisionConfig{.num_hidden_layers = 1}};
+  config.pad_token_id.reset();
+  const boost::json::object json = tracetorch::config_to_json(config);
+  DOCTEST_CHECK(json.at("vision_config").at("hidden_size") == 8);
+  DOCTEST_CHECK(json.at("pad_token_id").is_null());
+  DOCTEST_CHECK(json.at("rope_parameters").at("factor").is_null());
+
+  tracetorch_test::TempDir dir;
+  std::ofstream(dir / "config.json") << boost::json::serialize(json);
+  tracetorch::ConfigReport report;
+  const auto again = tracetorch::load_config<cfgtest::LlavaConfig>(dir / "config.json", &report);
+  DOCTEST_CHECK(report.unknown_keys.empty());
+  DOCTEST_CHECK(tracetorch::config_to_json(again) == json);
+  DOCTEST_CHECK(again.text_config->hidden_size == 4);
+  DOCTEST_CHECK(again.towers.at(0).num_hidden_layers == 1);
+  DOCTEST_CHECK_THROWS_AS(tracetorch::load_config<cfgtest::LlavaConfig>(dir / "missing.json"), tracetorch::Error);
+}
+
+DOCTEST_TEST_CASE("config: a field set by name from a Python literal, with the read's rules") {
+  cfgtest::LlavaConfig config;
+  tracetorch::set_config_field(config, "image_token_index", "7");
+  tracetorch::set_config_field(config, "vision_config.hidden_act", "'gelu_new'");
+  tracetorch::set_config_field(config, "text_config.hidden_size", "64");  // an absent optional struct is made
+  tracetorch::set_config_field(config, "vision_feature_layers", "(-1, -2,)");
+  tracetorch::set_config_field(config, "rope_scaling.factor", "8.0");
+  tracetorch::set_config_field(config, "rope_parameters", "{'rope_type': 'yarn', 'factor': None}");
+  tracetorch::set_config_field(config, "pad_token_id", "None");
+  DOCTEST_CHECK(config.image_token_index == 7);
+  DOCTEST_CHECK(config.vision_config.hidden_act == "gelu_new");
+  DOCTEST_CHECK(config.text_config->hidden_size == 64);
+  DOCTEST_CHECK(config.vision_feature_layers == std::vector<std::int64_t>{-1, -2});
+  DOCTEST_CHECK(config.rope_scaling.at("factor") == 8.0);
+  DOCTEST_CHECK(config.rope_parameters.rope_type == "yarn");
+  DOCTEST_CHECK_FALSE(config.rope_parameters.factor.has_value());
+  DOCTEST_CHECK_FALSE(config.pad_token_id.has_value());
+
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::set_config_field(config, "vision_config.hiden_size", "1"),
+                               "tracetorch: set_config_field: \"vision_config.hiden_size\" names no field (known here: "
+                               "hidden_size, num_hidden_layers, hidden_act)",
+                               tracetorch::Error);
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::set_config_field(config, "vision_config.hidden_size", "True"),
+                               "tracetorch: set_config_field: \"vision_config.hidden_size\" must be an integer",
+                               tracetorch::Error);
+  DOCTEST_CHECK_THROWS_AS(tracetorch::set_config_field(config, "image_token_index", "seven"), tracetorch::Error);
+  DOCTEST_CHECK(config.vision_config.hidden_size == 768);
+  DOCTEST_CHECK(config.image_token_index == 7);
+}
