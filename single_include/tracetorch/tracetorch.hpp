@@ -169,7 +169,10 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <mutex>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -513,6 +516,7 @@ namespace tracetorch::detail {
 
 class CallObserver;
 class TracedModuleBase;
+struct ReplayRequest;  // detail/program/replay_call.hpp
 
 /// One observer attached to one module instance. A module's attachments form a singly linked
 /// list, newest first, so nested scopes attach and detach like a stack. The list is changed and
@@ -539,6 +543,9 @@ class TracedModuleBase {
 
   /// The name given to TRACEABLE: the class name a transformers trace shows.
   virtual std::string_view traced_name() const noexcept = 0;
+  /// Module replay: runs the forward on arguments rebuilt from a trace (Traced overrides it where
+  /// the forward is one function); false where its signature is unknown. Never called otherwise.
+  virtual bool replay_forward(ReplayRequest&) { return false; }
 
   std::atomic<Attachment*> attachments_{nullptr};
 };
@@ -1454,6 +1461,998 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/nonfinite/watch.hpp ----
+// ---- begin tracetorch/detail/program/replay_call.hpp ----
+/// \file
+/// Module replay's typed step: a call's recorded arguments (Python values) rebuilt into a
+/// forward's parameter types, and the forward run on them. traced.hpp's Traced classes, which
+/// know the exact signature, call replay_forward_with<A...>; nothing here runs unless a replay asks.
+
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/program/keyword_assign.hpp ----
+/// \file
+/// Setting a C++ value from a Python value: a keyword struct's field by its declared name
+/// (`--call use_cache=False`), a forward's argument rebuilt from a trace (module replay). The
+/// keyword struct is walked by the mutable `tracetorch_keywords(Type&, visit)` that
+/// TRACETORCH_KEYWORDS defines, `visit(name, field)` with the raw field (`Keyword<T>&`).
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/module/keyword_fields.hpp ----
+/// \file
+/// How a keyword struct's fields are visited (tracetorch/keywords.hpp's TRACETORCH_KEYWORDS): a
+/// Keyword only when the caller passed it, None as `nullptr`, an optional only when engaged.
+
+#include <boost/preprocessor/stringize.hpp>
+
+#include <string_view>
+
+namespace tracetorch {
+
+template <class T>
+class Keyword;  // tracetorch/keywords.hpp
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_keyword_v = false;
+template <class T>
+inline constexpr bool is_keyword_v<Keyword<T>> = true;
+
+/// Calls `visit(name, value)` for a field that counts as passed: a Keyword the caller passed (None
+/// as `nullptr`), an engaged optional, or any other field.
+template <class Visit, class Field>
+void visit_keyword_field(Visit& visit, std::string_view name, const Field& field) {
+  if constexpr (is_keyword_v<Field>) {
+    if (!field.passed()) return;
+    if (field.is_none()) {
+      visit(name, nullptr);
+    } else {
+      visit(name, field.value());
+    }
+  } else if constexpr (requires { field.has_value(); typename Field::value_type; }) {
+    if (field.has_value()) visit(name, *field);
+  } else {
+    visit(name, field);
+  }
+}
+
+}  // namespace detail
+}  // namespace tracetorch
+
+/// One field of TRACETORCH_KEYWORDS, for BOOST_PP_SEQ_FOR_EACH.
+#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field)                                     \
+  if constexpr (requires { value.field; }) {                                                 \
+    ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field); \
+  }
+
+/// One field of TRACETORCH_KEYWORDS's mutable overload: the field itself, passed or not.
+#define TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD(r, value, field)                  \
+  if constexpr (requires { value.field; }) {                                    \
+    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);          \
+  }
+// ---- end tracetorch/detail/module/keyword_fields.hpp ----
+// ---- begin tracetorch/detail/program/python_value.hpp ----
+/// \file
+/// A Python value as a trace program or a replay hands it to a forward: a literal of the command
+/// line (`--call use_cache=False`), a repr recorded in a trace, or a tensor read from a file.
+/// Only what `ast.literal_eval` reads for these is parsed: None, True, False, integers, floats,
+/// strings, tuples and lists; any other repr (`DynamicCache(...)`) stays an object of that repr.
+
+#include <torch/torch.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/repr/float_repr.hpp ----
+/// \file
+/// Python's repr(float), without LibTorch: the JSON writer and the tensor repr both need it,
+/// and the JSON writer must build where LibTorch is absent (the text-only tools, the fuzzers).
+
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace tracetorch::detail {
+
+/// Lays out shortest round-trip `digits` (no sign, no point) with `decpt` digits before the
+/// decimal point, as CPython's float_repr does in fixed-point form: "0.0001", "3.0", "12.5".
+inline void append_fixed_point(std::string& out, std::string_view digits, int decpt) {
+  const int ndigits = static_cast<int>(digits.size());
+  if (decpt <= 0) {
+    out += "0.";
+    out.append(static_cast<std::size_t>(-decpt), '0');
+    out += digits;
+  } else if (decpt >= ndigits) {
+    out += digits;
+    out.append(static_cast<std::size_t>(decpt - ndigits), '0');
+    out += ".0";
+  } else {
+    out.append(digits.substr(0, static_cast<std::size_t>(decpt)));
+    out += '.';
+    out.append(digits.substr(static_cast<std::size_t>(decpt)));
+  }
+}
+
+/// repr(float): the shortest text that reads back as `v`, fixed-point while the decimal
+/// exponent is in [-4, 16), otherwise exponent form ('1e-06', '0.0001', '3.0', '1e+16').
+inline std::string python_float_repr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
+  // Shortest round-trip digits, as CPython's dtoa mode 0 picks them.
+  char buf[64];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific).ptr;
+  const std::string_view sci(buf, static_cast<std::size_t>(end - buf));
+  const auto e_pos = sci.find('e');
+  int exponent = 0;
+  std::from_chars(sci.data() + e_pos + (sci[e_pos + 1] == '+' ? 2 : 1), sci.data() + sci.size(), exponent);
+  const int decpt = exponent + 1;  // digits before the decimal point
+  if (decpt <= -4 || decpt > 16) return std::string(sci);  // same spelling as CPython: 1.5e+300
+
+  std::string out;
+  std::string digits;
+  for (std::size_t i = 0; i < e_pos; ++i) {
+    const char c = sci[i];
+    if (c == '-') out += '-';
+    else if (c != '.') digits += c;
+  }
+  append_fixed_point(out, digits, decpt);
+  return out;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/float_repr.hpp ----
+// ---- begin tracetorch/detail/repr/string_repr.hpp ----
+/// \file
+/// Python's repr(str) of UTF-8 text, without LibTorch (undecodable bytes as surrogateescape
+/// reads them, printability from text/printable.hpp).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+// ---- begin tracetorch/detail/text/printable.hpp ----
+/// \file
+/// Which code points Python's str.isprintable() accepts (repr() escapes the others), as a
+/// table generated from CPython's unicodedata; no LibTorch.
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+
+namespace tracetorch::detail {
+
+// Code points >= 0x80 for which CPython's str.isprintable() is false (Unicode 14.0, as in
+// Python 3.11: categories Cc, Cf, Cs, Co, Cn, Zl, Zp and Zs other than space), as inclusive
+// ranges, generated from unicodedata. repr() escapes these.
+inline constexpr std::uint32_t kNonPrintable[][2] = {
+    {0x80,0xa0}, {0xad,0xad}, {0x378,0x379}, {0x380,0x383}, {0x38b,0x38b}, {0x38d,0x38d},
+    {0x3a2,0x3a2}, {0x530,0x530}, {0x557,0x558}, {0x58b,0x58c}, {0x590,0x590}, {0x5c8,0x5cf},
+    {0x5eb,0x5ee}, {0x5f5,0x605}, {0x61c,0x61c}, {0x6dd,0x6dd}, {0x70e,0x70f}, {0x74b,0x74c},
+    {0x7b2,0x7bf}, {0x7fb,0x7fc}, {0x82e,0x82f}, {0x83f,0x83f}, {0x85c,0x85d}, {0x85f,0x85f},
+    {0x86b,0x86f}, {0x88f,0x897}, {0x8e2,0x8e2}, {0x984,0x984}, {0x98d,0x98e}, {0x991,0x992},
+    {0x9a9,0x9a9}, {0x9b1,0x9b1}, {0x9b3,0x9b5}, {0x9ba,0x9bb}, {0x9c5,0x9c6}, {0x9c9,0x9ca},
+    {0x9cf,0x9d6}, {0x9d8,0x9db}, {0x9de,0x9de}, {0x9e4,0x9e5}, {0x9ff,0xa00}, {0xa04,0xa04},
+    {0xa0b,0xa0e}, {0xa11,0xa12}, {0xa29,0xa29}, {0xa31,0xa31}, {0xa34,0xa34}, {0xa37,0xa37},
+    {0xa3a,0xa3b}, {0xa3d,0xa3d}, {0xa43,0xa46}, {0xa49,0xa4a}, {0xa4e,0xa50}, {0xa52,0xa58},
+    {0xa5d,0xa5d}, {0xa5f,0xa65}, {0xa77,0xa80}, {0xa84,0xa84}, {0xa8e,0xa8e}, {0xa92,0xa92},
+    {0xaa9,0xaa9}, {0xab1,0xab1}, {0xab4,0xab4}, {0xaba,0xabb}, {0xac6,0xac6}, {0xaca,0xaca},
+    {0xace,0xacf}, {0xad1,0xadf}, {0xae4,0xae5}, {0xaf2,0xaf8}, {0xb00,0xb00}, {0xb04,0xb04},
+    {0xb0d,0xb0e}, {0xb11,0xb12}, {0xb29,0xb29}, {0xb31,0xb31}, {0xb34,0xb34}, {0xb3a,0xb3b},
+    {0xb45,0xb46}, {0xb49,0xb4a}, {0xb4e,0xb54}, {0xb58,0xb5b}, {0xb5e,0xb5e}, {0xb64,0xb65},
+    {0xb78,0xb81}, {0xb84,0xb84}, {0xb8b,0xb8d}, {0xb91,0xb91}, {0xb96,0xb98}, {0xb9b,0xb9b},
+    {0xb9d,0xb9d}, {0xba0,0xba2}, {0xba5,0xba7}, {0xbab,0xbad}, {0xbba,0xbbd}, {0xbc3,0xbc5},
+    {0xbc9,0xbc9}, {0xbce,0xbcf}, {0xbd1,0xbd6}, {0xbd8,0xbe5}, {0xbfb,0xbff}, {0xc0d,0xc0d},
+    {0xc11,0xc11}, {0xc29,0xc29}, {0xc3a,0xc3b}, {0xc45,0xc45}, {0xc49,0xc49}, {0xc4e,0xc54},
+    {0xc57,0xc57}, {0xc5b,0xc5c}, {0xc5e,0xc5f}, {0xc64,0xc65}, {0xc70,0xc76}, {0xc8d,0xc8d},
+    {0xc91,0xc91}, {0xca9,0xca9}, {0xcb4,0xcb4}, {0xcba,0xcbb}, {0xcc5,0xcc5}, {0xcc9,0xcc9},
+    {0xcce,0xcd4}, {0xcd7,0xcdc}, {0xcdf,0xcdf}, {0xce4,0xce5}, {0xcf0,0xcf0}, {0xcf3,0xcff},
+    {0xd0d,0xd0d}, {0xd11,0xd11}, {0xd45,0xd45}, {0xd49,0xd49}, {0xd50,0xd53}, {0xd64,0xd65},
+    {0xd80,0xd80}, {0xd84,0xd84}, {0xd97,0xd99}, {0xdb2,0xdb2}, {0xdbc,0xdbc}, {0xdbe,0xdbf},
+    {0xdc7,0xdc9}, {0xdcb,0xdce}, {0xdd5,0xdd5}, {0xdd7,0xdd7}, {0xde0,0xde5}, {0xdf0,0xdf1},
+    {0xdf5,0xe00}, {0xe3b,0xe3e}, {0xe5c,0xe80}, {0xe83,0xe83}, {0xe85,0xe85}, {0xe8b,0xe8b},
+    {0xea4,0xea4}, {0xea6,0xea6}, {0xebe,0xebf}, {0xec5,0xec5}, {0xec7,0xec7}, {0xece,0xecf},
+    {0xeda,0xedb}, {0xee0,0xeff}, {0xf48,0xf48}, {0xf6d,0xf70}, {0xf98,0xf98}, {0xfbd,0xfbd},
+    {0xfcd,0xfcd}, {0xfdb,0xfff}, {0x10c6,0x10c6}, {0x10c8,0x10cc}, {0x10ce,0x10cf}, {0x1249,0x1249},
+    {0x124e,0x124f}, {0x1257,0x1257}, {0x1259,0x1259}, {0x125e,0x125f}, {0x1289,0x1289},
+    {0x128e,0x128f}, {0x12b1,0x12b1}, {0x12b6,0x12b7}, {0x12bf,0x12bf}, {0x12c1,0x12c1},
+    {0x12c6,0x12c7}, {0x12d7,0x12d7}, {0x1311,0x1311}, {0x1316,0x1317}, {0x135b,0x135c},
+    {0x137d,0x137f}, {0x139a,0x139f}, {0x13f6,0x13f7}, {0x13fe,0x13ff}, {0x1680,0x1680},
+    {0x169d,0x169f}, {0x16f9,0x16ff}, {0x1716,0x171e}, {0x1737,0x173f}, {0x1754,0x175f},
+    {0x176d,0x176d}, {0x1771,0x1771}, {0x1774,0x177f}, {0x17de,0x17df}, {0x17ea,0x17ef},
+    {0x17fa,0x17ff}, {0x180e,0x180e}, {0x181a,0x181f}, {0x1879,0x187f}, {0x18ab,0x18af},
+    {0x18f6,0x18ff}, {0x191f,0x191f}, {0x192c,0x192f}, {0x193c,0x193f}, {0x1941,0x1943},
+    {0x196e,0x196f}, {0x1975,0x197f}, {0x19ac,0x19af}, {0x19ca,0x19cf}, {0x19db,0x19dd},
+    {0x1a1c,0x1a1d}, {0x1a5f,0x1a5f}, {0x1a7d,0x1a7e}, {0x1a8a,0x1a8f}, {0x1a9a,0x1a9f},
+    {0x1aae,0x1aaf}, {0x1acf,0x1aff}, {0x1b4d,0x1b4f}, {0x1b7f,0x1b7f}, {0x1bf4,0x1bfb},
+    {0x1c38,0x1c3a}, {0x1c4a,0x1c4c}, {0x1c89,0x1c8f}, {0x1cbb,0x1cbc}, {0x1cc8,0x1ccf},
+    {0x1cfb,0x1cff}, {0x1f16,0x1f17}, {0x1f1e,0x1f1f}, {0x1f46,0x1f47}, {0x1f4e,0x1f4f},
+    {0x1f58,0x1f58}, {0x1f5a,0x1f5a}, {0x1f5c,0x1f5c}, {0x1f5e,0x1f5e}, {0x1f7e,0x1f7f},
+    {0x1fb5,0x1fb5}, {0x1fc5,0x1fc5}, {0x1fd4,0x1fd5}, {0x1fdc,0x1fdc}, {0x1ff0,0x1ff1},
+    {0x1ff5,0x1ff5}, {0x1fff,0x200f}, {0x2028,0x202f}, {0x205f,0x206f}, {0x2072,0x2073},
+    {0x208f,0x208f}, {0x209d,0x209f}, {0x20c1,0x20cf}, {0x20f1,0x20ff}, {0x218c,0x218f},
+    {0x2427,0x243f}, {0x244b,0x245f}, {0x2b74,0x2b75}, {0x2b96,0x2b96}, {0x2cf4,0x2cf8},
+    {0x2d26,0x2d26}, {0x2d28,0x2d2c}, {0x2d2e,0x2d2f}, {0x2d68,0x2d6e}, {0x2d71,0x2d7e},
+    {0x2d97,0x2d9f}, {0x2da7,0x2da7}, {0x2daf,0x2daf}, {0x2db7,0x2db7}, {0x2dbf,0x2dbf},
+    {0x2dc7,0x2dc7}, {0x2dcf,0x2dcf}, {0x2dd7,0x2dd7}, {0x2ddf,0x2ddf}, {0x2e5e,0x2e7f},
+    {0x2e9a,0x2e9a}, {0x2ef4,0x2eff}, {0x2fd6,0x2fef}, {0x2ffc,0x3000}, {0x3040,0x3040},
+    {0x3097,0x3098}, {0x3100,0x3104}, {0x3130,0x3130}, {0x318f,0x318f}, {0x31e4,0x31ef},
+    {0x321f,0x321f}, {0xa48d,0xa48f}, {0xa4c7,0xa4cf}, {0xa62c,0xa63f}, {0xa6f8,0xa6ff},
+    {0xa7cb,0xa7cf}, {0xa7d2,0xa7d2}, {0xa7d4,0xa7d4}, {0xa7da,0xa7f1}, {0xa82d,0xa82f},
+    {0xa83a,0xa83f}, {0xa878,0xa87f}, {0xa8c6,0xa8cd}, {0xa8da,0xa8df}, {0xa954,0xa95e},
+    {0xa97d,0xa97f}, {0xa9ce,0xa9ce}, {0xa9da,0xa9dd}, {0xa9ff,0xa9ff}, {0xaa37,0xaa3f},
+    {0xaa4e,0xaa4f}, {0xaa5a,0xaa5b}, {0xaac3,0xaada}, {0xaaf7,0xab00}, {0xab07,0xab08},
+    {0xab0f,0xab10}, {0xab17,0xab1f}, {0xab27,0xab27}, {0xab2f,0xab2f}, {0xab6c,0xab6f},
+    {0xabee,0xabef}, {0xabfa,0xabff}, {0xd7a4,0xd7af}, {0xd7c7,0xd7ca}, {0xd7fc,0xf8ff},
+    {0xfa6e,0xfa6f}, {0xfada,0xfaff}, {0xfb07,0xfb12}, {0xfb18,0xfb1c}, {0xfb37,0xfb37},
+    {0xfb3d,0xfb3d}, {0xfb3f,0xfb3f}, {0xfb42,0xfb42}, {0xfb45,0xfb45}, {0xfbc3,0xfbd2},
+    {0xfd90,0xfd91}, {0xfdc8,0xfdce}, {0xfdd0,0xfdef}, {0xfe1a,0xfe1f}, {0xfe53,0xfe53},
+    {0xfe67,0xfe67}, {0xfe6c,0xfe6f}, {0xfe75,0xfe75}, {0xfefd,0xff00}, {0xffbf,0xffc1},
+    {0xffc8,0xffc9}, {0xffd0,0xffd1}, {0xffd8,0xffd9}, {0xffdd,0xffdf}, {0xffe7,0xffe7},
+    {0xffef,0xfffb}, {0xfffe,0xffff}, {0x1000c,0x1000c}, {0x10027,0x10027}, {0x1003b,0x1003b},
+    {0x1003e,0x1003e}, {0x1004e,0x1004f}, {0x1005e,0x1007f}, {0x100fb,0x100ff}, {0x10103,0x10106},
+    {0x10134,0x10136}, {0x1018f,0x1018f}, {0x1019d,0x1019f}, {0x101a1,0x101cf}, {0x101fe,0x1027f},
+    {0x1029d,0x1029f}, {0x102d1,0x102df}, {0x102fc,0x102ff}, {0x10324,0x1032c}, {0x1034b,0x1034f},
+    {0x1037b,0x1037f}, {0x1039e,0x1039e}, {0x103c4,0x103c7}, {0x103d6,0x103ff}, {0x1049e,0x1049f},
+    {0x104aa,0x104af}, {0x104d4,0x104d7}, {0x104fc,0x104ff}, {0x10528,0x1052f}, {0x10564,0x1056e},
+    {0x1057b,0x1057b}, {0x1058b,0x1058b}, {0x10593,0x10593}, {0x10596,0x10596}, {0x105a2,0x105a2},
+    {0x105b2,0x105b2}, {0x105ba,0x105ba}, {0x105bd,0x105ff}, {0x10737,0x1073f}, {0x10756,0x1075f},
+    {0x10768,0x1077f}, {0x10786,0x10786}, {0x107b1,0x107b1}, {0x107bb,0x107ff}, {0x10806,0x10807},
+    {0x10809,0x10809}, {0x10836,0x10836}, {0x10839,0x1083b}, {0x1083d,0x1083e}, {0x10856,0x10856},
+    {0x1089f,0x108a6}, {0x108b0,0x108df}, {0x108f3,0x108f3}, {0x108f6,0x108fa}, {0x1091c,0x1091e},
+    {0x1093a,0x1093e}, {0x10940,0x1097f}, {0x109b8,0x109bb}, {0x109d0,0x109d1}, {0x10a04,0x10a04},
+    {0x10a07,0x10a0b}, {0x10a14,0x10a14}, {0x10a18,0x10a18}, {0x10a36,0x10a37}, {0x10a3b,0x10a3e},
+    {0x10a49,0x10a4f}, {0x10a59,0x10a5f}, {0x10aa0,0x10abf}, {0x10ae7,0x10aea}, {0x10af7,0x10aff},
+    {0x10b36,0x10b38}, {0x10b56,0x10b57}, {0x10b73,0x10b77}, {0x10b92,0x10b98}, {0x10b9d,0x10ba8},
+    {0x10bb0,0x10bff}, {0x10c49,0x10c7f}, {0x10cb3,0x10cbf}, {0x10cf3,0x10cf9}, {0x10d28,0x10d2f},
+    {0x10d3a,0x10e5f}, {0x10e7f,0x10e7f}, {0x10eaa,0x10eaa}, {0x10eae,0x10eaf}, {0x10eb2,0x10eff},
+    {0x10f28,0x10f2f}, {0x10f5a,0x10f6f}, {0x10f8a,0x10faf}, {0x10fcc,0x10fdf}, {0x10ff7,0x10fff},
+    {0x1104e,0x11051}, {0x11076,0x1107e}, {0x110bd,0x110bd}, {0x110c3,0x110cf}, {0x110e9,0x110ef},
+    {0x110fa,0x110ff}, {0x11135,0x11135}, {0x11148,0x1114f}, {0x11177,0x1117f}, {0x111e0,0x111e0},
+    {0x111f5,0x111ff}, {0x11212,0x11212}, {0x1123f,0x1127f}, {0x11287,0x11287}, {0x11289,0x11289},
+    {0x1128e,0x1128e}, {0x1129e,0x1129e}, {0x112aa,0x112af}, {0x112eb,0x112ef}, {0x112fa,0x112ff},
+    {0x11304,0x11304}, {0x1130d,0x1130e}, {0x11311,0x11312}, {0x11329,0x11329}, {0x11331,0x11331},
+    {0x11334,0x11334}, {0x1133a,0x1133a}, {0x11345,0x11346}, {0x11349,0x1134a}, {0x1134e,0x1134f},
+    {0x11351,0x11356}, {0x11358,0x1135c}, {0x11364,0x11365}, {0x1136d,0x1136f}, {0x11375,0x113ff},
+    {0x1145c,0x1145c}, {0x11462,0x1147f}, {0x114c8,0x114cf}, {0x114da,0x1157f}, {0x115b6,0x115b7},
+    {0x115de,0x115ff}, {0x11645,0x1164f}, {0x1165a,0x1165f}, {0x1166d,0x1167f}, {0x116ba,0x116bf},
+    {0x116ca,0x116ff}, {0x1171b,0x1171c}, {0x1172c,0x1172f}, {0x11747,0x117ff}, {0x1183c,0x1189f},
+    {0x118f3,0x118fe}, {0x11907,0x11908}, {0x1190a,0x1190b}, {0x11914,0x11914}, {0x11917,0x11917},
+    {0x11936,0x11936}, {0x11939,0x1193a}, {0x11947,0x1194f}, {0x1195a,0x1199f}, {0x119a8,0x119a9},
+    {0x119d8,0x119d9}, {0x119e5,0x119ff}, {0x11a48,0x11a4f}, {0x11aa3,0x11aaf}, {0x11af9,0x11bff},
+    {0x11c09,0x11c09}, {0x11c37,0x11c37}, {0x11c46,0x11c4f}, {0x11c6d,0x11c6f}, {0x11c90,0x11c91},
+    {0x11ca8,0x11ca8}, {0x11cb7,0x11cff}, {0x11d07,0x11d07}, {0x11d0a,0x11d0a}, {0x11d37,0x11d39},
+    {0x11d3b,0x11d3b}, {0x11d3e,0x11d3e}, {0x11d48,0x11d4f}, {0x11d5a,0x11d5f}, {0x11d66,0x11d66},
+    {0x11d69,0x11d69}, {0x11d8f,0x11d8f}, {0x11d92,0x11d92}, {0x11d99,0x11d9f}, {0x11daa,0x11edf},
+    {0x11ef9,0x11faf}, {0x11fb1,0x11fbf}, {0x11ff2,0x11ffe}, {0x1239a,0x123ff}, {0x1246f,0x1246f},
+    {0x12475,0x1247f}, {0x12544,0x12f8f}, {0x12ff3,0x12fff}, {0x1342f,0x143ff}, {0x14647,0x167ff},
+    {0x16a39,0x16a3f}, {0x16a5f,0x16a5f}, {0x16a6a,0x16a6d}, {0x16abf,0x16abf}, {0x16aca,0x16acf},
+    {0x16aee,0x16aef}, {0x16af6,0x16aff}, {0x16b46,0x16b4f}, {0x16b5a,0x16b5a}, {0x16b62,0x16b62},
+    {0x16b78,0x16b7c}, {0x16b90,0x16e3f}, {0x16e9b,0x16eff}, {0x16f4b,0x16f4e}, {0x16f88,0x16f8e},
+    {0x16fa0,0x16fdf}, {0x16fe5,0x16fef}, {0x16ff2,0x16fff}, {0x187f8,0x187ff}, {0x18cd6,0x18cff},
+    {0x18d09,0x1afef}, {0x1aff4,0x1aff4}, {0x1affc,0x1affc}, {0x1afff,0x1afff}, {0x1b123,0x1b14f},
+    {0x1b153,0x1b163}, {0x1b168,0x1b16f}, {0x1b2fc,0x1bbff}, {0x1bc6b,0x1bc6f}, {0x1bc7d,0x1bc7f},
+    {0x1bc89,0x1bc8f}, {0x1bc9a,0x1bc9b}, {0x1bca0,0x1ceff}, {0x1cf2e,0x1cf2f}, {0x1cf47,0x1cf4f},
+    {0x1cfc4,0x1cfff}, {0x1d0f6,0x1d0ff}, {0x1d127,0x1d128}, {0x1d173,0x1d17a}, {0x1d1eb,0x1d1ff},
+    {0x1d246,0x1d2df}, {0x1d2f4,0x1d2ff}, {0x1d357,0x1d35f}, {0x1d379,0x1d3ff}, {0x1d455,0x1d455},
+    {0x1d49d,0x1d49d}, {0x1d4a0,0x1d4a1}, {0x1d4a3,0x1d4a4}, {0x1d4a7,0x1d4a8}, {0x1d4ad,0x1d4ad},
+    {0x1d4ba,0x1d4ba}, {0x1d4bc,0x1d4bc}, {0x1d4c4,0x1d4c4}, {0x1d506,0x1d506}, {0x1d50b,0x1d50c},
+    {0x1d515,0x1d515}, {0x1d51d,0x1d51d}, {0x1d53a,0x1d53a}, {0x1d53f,0x1d53f}, {0x1d545,0x1d545},
+    {0x1d547,0x1d549}, {0x1d551,0x1d551}, {0x1d6a6,0x1d6a7}, {0x1d7cc,0x1d7cd}, {0x1da8c,0x1da9a},
+    {0x1daa0,0x1daa0}, {0x1dab0,0x1deff}, {0x1df1f,0x1dfff}, {0x1e007,0x1e007}, {0x1e019,0x1e01a},
+    {0x1e022,0x1e022}, {0x1e025,0x1e025}, {0x1e02b,0x1e0ff}, {0x1e12d,0x1e12f}, {0x1e13e,0x1e13f},
+    {0x1e14a,0x1e14d}, {0x1e150,0x1e28f}, {0x1e2af,0x1e2bf}, {0x1e2fa,0x1e2fe}, {0x1e300,0x1e7df},
+    {0x1e7e7,0x1e7e7}, {0x1e7ec,0x1e7ec}, {0x1e7ef,0x1e7ef}, {0x1e7ff,0x1e7ff}, {0x1e8c5,0x1e8c6},
+    {0x1e8d7,0x1e8ff}, {0x1e94c,0x1e94f}, {0x1e95a,0x1e95d}, {0x1e960,0x1ec70}, {0x1ecb5,0x1ed00},
+    {0x1ed3e,0x1edff}, {0x1ee04,0x1ee04}, {0x1ee20,0x1ee20}, {0x1ee23,0x1ee23}, {0x1ee25,0x1ee26},
+    {0x1ee28,0x1ee28}, {0x1ee33,0x1ee33}, {0x1ee38,0x1ee38}, {0x1ee3a,0x1ee3a}, {0x1ee3c,0x1ee41},
+    {0x1ee43,0x1ee46}, {0x1ee48,0x1ee48}, {0x1ee4a,0x1ee4a}, {0x1ee4c,0x1ee4c}, {0x1ee50,0x1ee50},
+    {0x1ee53,0x1ee53}, {0x1ee55,0x1ee56}, {0x1ee58,0x1ee58}, {0x1ee5a,0x1ee5a}, {0x1ee5c,0x1ee5c},
+    {0x1ee5e,0x1ee5e}, {0x1ee60,0x1ee60}, {0x1ee63,0x1ee63}, {0x1ee65,0x1ee66}, {0x1ee6b,0x1ee6b},
+    {0x1ee73,0x1ee73}, {0x1ee78,0x1ee78}, {0x1ee7d,0x1ee7d}, {0x1ee7f,0x1ee7f}, {0x1ee8a,0x1ee8a},
+    {0x1ee9c,0x1eea0}, {0x1eea4,0x1eea4}, {0x1eeaa,0x1eeaa}, {0x1eebc,0x1eeef}, {0x1eef2,0x1efff},
+    {0x1f02c,0x1f02f}, {0x1f094,0x1f09f}, {0x1f0af,0x1f0b0}, {0x1f0c0,0x1f0c0}, {0x1f0d0,0x1f0d0},
+    {0x1f0f6,0x1f0ff}, {0x1f1ae,0x1f1e5}, {0x1f203,0x1f20f}, {0x1f23c,0x1f23f}, {0x1f249,0x1f24f},
+    {0x1f252,0x1f25f}, {0x1f266,0x1f2ff}, {0x1f6d8,0x1f6dc}, {0x1f6ed,0x1f6ef}, {0x1f6fd,0x1f6ff},
+    {0x1f774,0x1f77f}, {0x1f7d9,0x1f7df}, {0x1f7ec,0x1f7ef}, {0x1f7f1,0x1f7ff}, {0x1f80c,0x1f80f},
+    {0x1f848,0x1f84f}, {0x1f85a,0x1f85f}, {0x1f888,0x1f88f}, {0x1f8ae,0x1f8af}, {0x1f8b2,0x1f8ff},
+    {0x1fa54,0x1fa5f}, {0x1fa6e,0x1fa6f}, {0x1fa75,0x1fa77}, {0x1fa7d,0x1fa7f}, {0x1fa87,0x1fa8f},
+    {0x1faad,0x1faaf}, {0x1fabb,0x1fabf}, {0x1fac6,0x1facf}, {0x1fada,0x1fadf}, {0x1fae8,0x1faef},
+    {0x1faf7,0x1faff}, {0x1fb93,0x1fb93}, {0x1fbcb,0x1fbef}, {0x1fbfa,0x1ffff}, {0x2a6e0,0x2a6ff},
+    {0x2b739,0x2b73f}, {0x2b81e,0x2b81f}, {0x2cea2,0x2ceaf}, {0x2ebe1,0x2f7ff}, {0x2fa1e,0x2ffff},
+    {0x3134b,0xe00ff}, {0xe01f0,0x10ffff},
+};
+
+inline bool python_printable(std::uint32_t code) {
+  if (code < 0x80) return code >= 0x20 && code != 0x7F;
+  const auto* begin = std::begin(kNonPrintable);
+  const auto* end = std::end(kNonPrintable);
+  const auto* it = std::upper_bound(begin, end, code, [](std::uint32_t c, const std::uint32_t(&r)[2]) { return c < r[0]; });
+  return it == begin || code > (*(it - 1))[1];
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/printable.hpp ----
+// ---- begin tracetorch/detail/text/unicode.hpp ----
+/// \file
+/// The one UTF-8 decoder and encoder of tracetorch: well-formed UTF-8 as the Unicode standard
+/// defines it, with the maximal-subpart rule for what is not, so every caller agrees on validity.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tracetorch::detail {
+
+/// One step of decoding: a code point, or an ill-formed run of bytes.
+struct Utf8Step {
+  std::uint32_t code = 0;  ///< the code point; for an ill-formed run, its first byte
+  std::size_t length = 1;  ///< bytes consumed: the sequence, or the ill-formed run (>= 1)
+  bool valid = true;
+};
+
+/// Decodes the sequence at text[i] (i < text.size()). Well-formed means shortest form, no
+/// encoded surrogates and nothing above U+10FFFF. An ill-formed run is the longest prefix of a
+/// well-formed sequence found there, at least one byte (the "maximal subpart" of Unicode's
+/// U+FFFD substitution practice, which Python's UTF-8 decoder follows).
+inline Utf8Step decode_utf8(std::string_view text, std::size_t i) {
+  const auto lead = static_cast<unsigned char>(text[i]);
+  if (lead < 0x80) return {lead, 1, true};
+  std::size_t extra = 0;
+  std::uint32_t code = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the first continuation byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    extra = 1;
+    code = lead & 0x1F;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    extra = 2;
+    code = lead & 0x0F;
+    if (lead == 0xE0) lo = 0xA0;  // no overlong forms
+    if (lead == 0xED) hi = 0x9F;  // no encoded surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    extra = 3;
+    code = lead & 0x07;
+    if (lead == 0xF0) lo = 0x90;  // no overlong forms
+    if (lead == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return {lead, 1, false};  // a continuation byte, C0, C1 or F5..FF cannot start a sequence
+  }
+  for (std::size_t k = 1; k <= extra; ++k) {
+    if (i + k >= text.size()) return {lead, k, false};
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if (next < (k == 1 ? lo : 0x80) || next > (k == 1 ? hi : 0xBF)) return {lead, k, false};
+    code = (code << 6) | (next & 0x3F);
+  }
+  return {code, extra + 1, true};
+}
+
+/// Decodes one code point at text[i] and moves i past it; a byte that does not start a
+/// well-formed sequence becomes U+DC80..U+DCFF, as Python's surrogateescape error handler
+/// reads it (each byte of an ill-formed run on its own).
+inline std::uint32_t next_code_point(std::string_view text, std::size_t& i) {
+  const Utf8Step step = decode_utf8(text, i);
+  if (!step.valid) {
+    ++i;
+    return 0xDC00u + step.code;
+  }
+  i += step.length;
+  return step.code;
+}
+
+/// Appends `code` (at most U+10FFFF) as UTF-8.
+inline void append_utf8(std::string& out, std::uint32_t code) {
+  if (code < 0x80) {
+    out += static_cast<char>(code);
+  } else if (code < 0x800) {
+    out += static_cast<char>(0xC0 | (code >> 6));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else if (code < 0x10000) {
+    out += static_cast<char>(0xE0 | (code >> 12));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (code >> 18));
+    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/unicode.hpp ----
+
+namespace tracetorch::detail {
+
+/// `\xhh`, `\uhhhh` or `\Uhhhhhhhh`, the shortest of the three that holds `code`.
+inline void append_python_hex_escape(std::string& out, std::uint32_t code) {
+  static constexpr char hex[] = "0123456789abcdef";
+  const int digits = code <= 0xFF ? 2 : code <= 0xFFFF ? 4 : 8;
+  out += '\\';
+  out += digits == 2 ? 'x' : digits == 4 ? 'u' : 'U';
+  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(code >> shift) & 0xF];
+}
+
+/// repr(str): single quotes unless the text has ' and no ", backslash escapes for the quote,
+/// \\, \t, \n, \r, and hex escapes for what Python deems unprintable; printable non-ASCII is
+/// kept as is.
+inline std::string python_string_repr(std::string_view text) {
+  const bool has_single = text.find('\'') != std::string_view::npos;
+  const bool has_double = text.find('"') != std::string_view::npos;
+  const char quote = has_single && !has_double ? '"' : '\'';
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += quote;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::uint32_t code = next_code_point(text, i);
+    if (code == static_cast<unsigned char>(quote) || code == '\\') {
+      out += '\\';
+      out += static_cast<char>(code);
+    } else if (code == '\t') {
+      out += "\\t";
+    } else if (code == '\n') {
+      out += "\\n";
+    } else if (code == '\r') {
+      out += "\\r";
+    } else if (python_printable(code)) {
+      append_utf8(out, code);
+    } else {
+      append_python_hex_escape(out, code);
+    }
+  }
+  out += quote;
+  return out;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/repr/string_repr.hpp ----
+
+namespace tracetorch::detail {
+
+struct PythonValue {
+  enum class Kind { none, boolean, integer, floating, string, sequence, mapping, tensor, object };
+  Kind kind = Kind::none;
+  bool boolean = false;
+  std::int64_t integer = 0;
+  double floating = 0;
+  std::string text;  ///< a string's characters, or an object's repr
+  torch::Tensor tensor;
+  /// A sequence's elements (keys "0", "1", ...) or a mapping's entries, in order.
+  std::vector<std::pair<std::string, PythonValue>> items;
+
+  static PythonValue of_tensor(torch::Tensor value) {
+    PythonValue out;
+    out.kind = value.defined() ? Kind::tensor : Kind::none;
+    out.tensor = std::move(value);
+    return out;
+  }
+  static PythonValue of_object(std::string repr) {
+    PythonValue out;
+    out.kind = Kind::object;
+    out.text = std::move(repr);
+    return out;
+  }
+};
+
+/// What a value is, for messages: "None", "True", "3", "a tensor [2, 7] torch.float32", "a tuple of 2".
+inline std::string describe_python_value(const PythonValue& value) {
+  using Kind = PythonValue::Kind;
+  switch (value.kind) {
+    case Kind::none: return "None";
+    case Kind::boolean: return value.boolean ? "True" : "False";
+    case Kind::integer: return std::to_string(value.integer);
+    case Kind::floating: return python_float_repr(value.floating);
+    case Kind::string: return python_string_repr(value.text);
+    case Kind::sequence: return "a sequence of " + std::to_string(value.items.size());
+    case Kind::mapping: return "a mapping of " + std::to_string(value.items.size()) + " entries";
+    case Kind::tensor: {
+      std::string shape;
+      for (const auto size : value.tensor.sizes()) shape += (shape.empty() ? "" : ", ") + std::to_string(size);
+      return "a tensor [" + shape + "] " + std::string(c10::toString(value.tensor.scalar_type()));
+    }
+    case Kind::object: return "the object " + value.text.substr(0, 80);
+  }
+  return "?";
+}
+
+/// Reads one Python literal; nullopt where the text is not one (then the caller decides whether
+/// it is an object's repr or an error).
+class PythonLiteralParser {
+ public:
+  explicit PythonLiteralParser(std::string_view text) : text_(text) {}
+
+  std::optional<PythonValue> parse() {
+    auto value = parse_value(0);
+    skip_spaces();
+    if (!value || at_ != text_.size()) return std::nullopt;
+    return value;
+  }
+
+ private:
+  static constexpr std::size_t kMaxDepth = 64;
+
+  void skip_spaces() {
+    while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_])) != 0) ++at_;
+  }
+  bool take(std::string_view word) {
+    if (text_.substr(at_).starts_with(word)) {
+      at_ += word.size();
+      return true;
+    }
+    return false;
+  }
+
+  std::optional<PythonValue> parse_value(std::size_t depth) {
+    skip_spaces();
+    if (at_ >= text_.size() || depth > kMaxDepth) return std::nullopt;
+    PythonValue out;
+    const char c = text_[at_];
+    if (c == '(' || c == '[') return parse_sequence(c == '(' ? ')' : ']', depth);
+    if (c == '\'' || c == '"') return parse_string();
+    for (const auto& [word, kind, flag] : {std::tuple{"None", PythonValue::Kind::none, false},
+                                           std::tuple{"True", PythonValue::Kind::boolean, true},
+                                           std::tuple{"False", PythonValue::Kind::boolean, false}}) {
+      if (take(word)) {
+        out.kind = kind;
+        out.boolean = flag;
+        return out;
+      }
+    }
+    return parse_number();
+  }
+
+  std::optional<PythonValue> parse_sequence(char close, std::size_t depth) {
+    ++at_;
+    PythonValue out;
+    out.kind = PythonValue::Kind::sequence;
+    bool comma = false;  // `(1)` is 1, `(1,)` a tuple
+    for (;;) {
+      skip_spaces();
+      if (at_ < text_.size() && text_[at_] == close) {
+        ++at_;
+        break;
+      }
+      auto element = parse_value(depth + 1);
+      if (!element) return std::nullopt;
+      out.items.emplace_back(std::to_string(out.items.size()), std::move(*element));
+      skip_spaces();
+      if (at_ < text_.size() && text_[at_] == ',') {
+        ++at_;
+        comma = true;
+      } else if (at_ >= text_.size() || text_[at_] != close) {
+        return std::nullopt;
+      }
+    }
+    if (close == ')' && out.items.size() == 1 && !comma) return std::move(out.items[0].second);
+    return out;
+  }
+
+  std::optional<PythonValue> parse_string() {
+    const char quote = text_[at_++];
+    PythonValue out;
+    out.kind = PythonValue::Kind::string;
+    while (at_ < text_.size() && text_[at_] != quote) {
+      char c = text_[at_++];
+      if (c == '\\') {
+        if (at_ >= text_.size()) return std::nullopt;
+        const char e = text_[at_++];
+        c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '0' ? '\0' : e;
+      }
+      out.text += c;
+    }
+    if (at_ >= text_.size()) return std::nullopt;
+    ++at_;
+    return out;
+  }
+
+  std::optional<PythonValue> parse_number() {
+    std::size_t end = at_;
+    while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) != 0 ||
+                                  std::string_view("+-._").find(text_[end]) != std::string_view::npos)) {
+      ++end;
+    }
+    std::string token(text_.substr(at_, end - at_));
+    std::erase(token, '_');
+    if (token.empty()) return std::nullopt;
+    const char* first = token.data() + (token[0] == '+' ? 1 : 0);
+    const char* last = token.data() + token.size();
+    PythonValue out;
+    if (const auto [ptr, ec] = std::from_chars(first, last, out.integer); ec == std::errc() && ptr == last) {
+      out.kind = PythonValue::Kind::integer;
+    } else if (const auto [fptr, fec] = std::from_chars(first, last, out.floating);
+               fec == std::errc() && fptr == last && std::isfinite(out.floating) &&
+               token.find_first_of("0123456789") != std::string::npos) {
+      out.kind = PythonValue::Kind::floating;
+    } else {
+      return std::nullopt;
+    }
+    at_ = end;
+    return out;
+  }
+
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+/// `text` as a Python literal, or tracetorch::Error "`what`: 'text' is not a Python literal ...".
+inline PythonValue parse_python_literal(std::string_view text, std::string_view what) {
+  if (auto value = PythonLiteralParser(text).parse()) return std::move(*value);
+  throw Error(std::string(what) + ": '" + std::string(text.substr(0, 200)) +
+              "' is not a Python literal (None, True, False, a number, a 'string', a tuple or a list)");
+}
+
+/// A repr as a trace records it: the literal it spells, else an object of that repr.
+inline PythonValue python_value_from_repr(std::string_view repr) {
+  if (auto value = PythonLiteralParser(repr).parse()) return std::move(*value);
+  return PythonValue::of_object(std::string(repr));
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/program/python_value.hpp ----
+
+namespace tracetorch::detail {
+
+/// A value the C++ side cannot take: a wrong type (`hint` empty) or an object no trace can
+/// rebuild (`hint` says how it could be made so).
+struct NotRebuildable : Error {
+  NotRebuildable(const std::string& what, std::string how) : Error(what), hint(std::move(how)) {}
+  std::string hint;
+};
+
+/// What rebuilt values own (a cache a pointer argument points to) and may do.
+struct RebuildContext {
+  std::vector<std::shared_ptr<void>> owned;
+  /// A recorded cache object may be replaced by an empty cache of the argument's kind: true
+  /// where the call is a first forward (its cache_position starts at 0).
+  bool empty_cache_allowed = false;
+  /// Set when an empty cache stood in for a recorded one: the note for the report.
+  std::string note;
+};
+
+/// A cache class an empty one of which can stand in for a first forward's (tracetorch::DynamicCache
+/// and the classes derived from it).
+template <class C>
+concept empty_constructible_cache = std::is_default_constructible_v<C> && requires(C& c, const torch::Tensor& t) {
+  c.update(t, t, std::int64_t{0});
+};
+
+/// tracetorch::OutputOptions, known by its members: its header includes the module headers that
+/// include this one.
+template <class T>
+concept output_options_like = requires(T& o) {
+  o.output_hidden_states; o.output_attentions; o.output; o.use_cache; o.return_dict; o.debug_io; o.debug_io_dir; o.prune_layers;
+};
+
+template <class T>
+inline constexpr bool is_std_vector_v = false;
+template <class T, class A>
+inline constexpr bool is_std_vector_v<std::vector<T, A>> = true;
+template <class T>
+inline constexpr bool is_shared_ptr_v = false;
+template <class T>
+inline constexpr bool is_shared_ptr_v<std::shared_ptr<T>> = true;
+
+template <class T>
+void assign_python_value(T& target, const PythonValue& value, RebuildContext& context, const std::string& where);
+
+[[noreturn]] inline void wrong_python_value(const std::string& where, std::string_view wants, const PythonValue& value) {
+  throw NotRebuildable(where + " takes " + std::string(wants) + ", not " + describe_python_value(value), "");
+}
+
+/// A pointer argument (raw or shared): None, or an empty cache standing in for a recorded one.
+template <class P>
+void assign_pointer(P& target, const PythonValue& value, RebuildContext& context, const std::string& where) {
+  using Pointee = std::remove_cvref_t<decltype(*target)>;
+  if (value.kind == PythonValue::Kind::none) {
+    target = nullptr;
+    return;
+  }
+  if constexpr (empty_constructible_cache<Pointee>) {
+    if (value.kind == PythonValue::Kind::object && context.empty_cache_allowed) {
+      auto cache = std::make_shared<Pointee>();
+      context.owned.push_back(cache);
+      if constexpr (is_shared_ptr_v<P>) {
+        target = cache;
+      } else {
+        target = cache.get();
+      }
+      context.note = where + ": the recorded cache replayed as an empty one of the argument's kind (a first forward)";
+      return;
+    }
+    throw NotRebuildable(where + ": " + describe_python_value(value) + " cannot be rebuilt from the trace",
+                         "a first forward's cache (cache_position from 0) is replayed with an empty cache of the same kind; "
+                         "record a trace of a first forward");
+  }
+  throw NotRebuildable(where + ": " + describe_python_value(value) + " cannot be rebuilt from the trace",
+                       "pass None for it, or give its type a tracetorch replay of its own");
+}
+
+/// A sequence into a tuple, element by element.
+template <class T>
+void assign_tuple(T& target, const PythonValue& value, RebuildContext& context, const std::string& where) {
+  constexpr std::size_t size = std::tuple_size_v<T>;
+  if (value.kind != PythonValue::Kind::sequence || value.items.size() != size) {
+    wrong_python_value(where, "a tuple of " + std::to_string(size), value);
+  }
+  std::size_t index = 0;
+  std::apply([&](auto&... element) {
+    ((assign_python_value(element, value.items[index].second, context, where + "[" + std::to_string(index) + "]"), ++index), ...);
+  }, target);
+}
+
+/// The scalar kinds: bool, integers, floating point, strings, tensors.
+template <class T>
+void assign_scalar(T& target, const PythonValue& value, const std::string& where) {
+  using Kind = PythonValue::Kind;
+  if constexpr (std::is_same_v<T, torch::Tensor>) {
+    if (value.kind == Kind::none) {
+      target = torch::Tensor();
+    } else if (value.kind == Kind::tensor) {
+      target = value.tensor;
+    } else {
+      wrong_python_value(where, "a tensor or None", value);
+    }
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (value.kind != Kind::boolean) wrong_python_value(where, "True or False", value);
+    target = value.boolean;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (value.kind != Kind::integer) wrong_python_value(where, "an integer", value);
+    target = static_cast<T>(value.integer);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (value.kind == Kind::integer) {
+      target = static_cast<T>(value.integer);
+    } else if (value.kind == Kind::floating) {
+      target = static_cast<T>(value.floating);
+    } else {
+      wrong_python_value(where, "a number", value);
+    }
+  } else {
+    static_assert(std::is_same_v<T, std::string>);
+    if (value.kind != Kind::string) wrong_python_value(where, "a string", value);
+    target = value.text;
+  }
+}
+
+template <class Pack>
+void assign_keyword(Pack& pack, std::string_view name, const PythonValue& value, RebuildContext& context);
+
+/// Any supported C++ type from a Python value; NotRebuildable names `where` and the cause.
+template <class T>
+void assign_python_value(T& target, const PythonValue& value, RebuildContext& context, const std::string& where) {
+  using Kind = PythonValue::Kind;
+  if constexpr (std::is_same_v<T, torch::Tensor> || std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+    assign_scalar(target, value, where);
+  } else if constexpr (is_keyword_v<T>) {
+    using U = typename T::value_type;
+    if (value.kind == Kind::none) {
+      target = T(nullptr);
+    } else {
+      U held{};
+      assign_python_value(held, value, context, where);
+      target = T(std::move(held));
+    }
+  } else if constexpr (is_optional_like<T>) {
+    if (value.kind == Kind::none) {
+      target.reset();
+    } else {
+      typename T::value_type held{};
+      assign_python_value(held, value, context, where);
+      target = std::move(held);
+    }
+  } else if constexpr (std::is_pointer_v<T> || is_shared_ptr_v<T>) {
+    assign_pointer(target, value, context, where);
+  } else if constexpr (is_tuple_like<T>) {
+    assign_tuple(target, value, context, where);
+  } else if constexpr (is_std_vector_v<T>) {
+    if (value.kind != Kind::sequence) wrong_python_value(where, "a list", value);
+    target.clear();
+    for (const auto& [key, element] : value.items) {
+      assign_python_value(target.emplace_back(), element, context, where + "[" + key + "]");
+    }
+  } else if constexpr (is_keyword_pack<T>) {
+    if (value.kind != Kind::mapping) wrong_python_value(where, "keyword arguments", value);
+    for (const auto& [key, element] : value.items) assign_keyword(target, key, element, context);
+  } else {
+    throw NotRebuildable(where + ": a " + c10::demangle(typeid(T).name()) + " cannot be rebuilt from a Python value",
+                         "give the forward a tensor, number, string, tuple, list or keyword struct argument here");
+  }
+}
+
+/// The names a keyword struct declares, in order.
+template <class Pack>
+std::vector<std::string> keyword_names(const Pack& pack) {
+  std::vector<std::string> names;
+  if constexpr (output_options_like<Pack>) {
+    (void)pack;
+    names = {"output_hidden_states", "output_attentions", "use_cache", "return_dict", "debug_io", "debug_io_dir", "prune_layers"};
+  } else {
+    // The const walk visits only what was passed: a default-constructed copy would miss fields
+    // with defaults, so the mutable walk over a scratch copy lists them all.
+    Pack scratch{};
+    tracetorch_keywords(scratch, [&](std::string_view name, auto&) { names.emplace_back(name); });
+  }
+  return names;
+}
+
+inline std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+/// OutputOptions' keywords by name. Its `output_<key>` flags are compile-time keys and a list of
+/// hidden-state positions needs `tracetorch::layers`: neither is settable here.
+template <class Options>
+bool assign_output_option(Options& options, std::string_view name, const PythonValue& value, RebuildContext& context) {
+  const std::string where(name);
+  const auto set = [&](auto& field) { assign_python_value(field, value, context, where); };
+  if (name == "output_hidden_states") {
+    bool all = false;
+    set(all);
+    options.output_hidden_states = all;
+    return true;
+  }
+  if (name == "output_attentions") return set(options.output_attentions), true;
+  if (name == "use_cache") return set(options.use_cache), true;
+  if (name == "return_dict") return set(options.return_dict), true;
+  if (name == "debug_io") return set(options.debug_io), true;
+  if (name == "debug_io_dir") return set(options.debug_io_dir), true;
+  if (name == "prune_layers") return set(options.prune_layers), true;
+  return false;
+}
+
+/// Whether `pack` declares `name`; sets it from `value` when it does (NotRebuildable when the
+/// value does not fit the field).
+template <class Pack>
+bool try_assign_keyword(Pack& pack, std::string_view name, const PythonValue& value, RebuildContext& context) {
+  if constexpr (output_options_like<Pack>) {
+    return assign_output_option(pack, name, value, context);
+  } else {
+    bool found = false;
+    tracetorch_keywords(pack, [&](std::string_view field_name, auto& field) {
+      if (found || field_name != name) return;
+      found = true;
+      using Field = std::remove_reference_t<decltype(field)>;
+      if constexpr (std::is_const_v<Field>) {
+        throw Error("tracetorch: keywords cannot be set by name: TRACETORCH_KEYWORDS has no mutable walk");
+      } else {
+        assign_python_value(field, value, context, std::string(name));
+      }
+    });
+    return found;
+  }
+}
+
+/// Sets keyword `name` of `pack`; an unknown name is a tracetorch::Error listing the names it takes.
+template <class Pack>
+void assign_keyword(Pack& pack, std::string_view name, const PythonValue& value, RebuildContext& context) {
+  bool found = false;
+  try {
+    found = try_assign_keyword(pack, name, value, context);
+  } catch (const NotRebuildable& e) {
+    if (!e.hint.empty()) throw;
+    throw NotRebuildable(std::string(e.what()) + " (the keywords: " + join_names(keyword_names(pack)) + ")", "");
+  }
+  if (!found) throw NotRebuildable("no keyword '" + std::string(name) + "': the keywords are " + join_names(keyword_names(pack)), "");
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/program/keyword_assign.hpp ----
+
+namespace tracetorch::detail {
+
+/// One recorded call to replay: its positional arguments and keywords, in the call's order.
+struct ReplayRequest {
+  std::vector<PythonValue> args;
+  std::vector<std::pair<std::string, PythonValue>> kwargs;
+  RebuildContext context;
+};
+
+/// Fills `values` (the forward's parameters, decayed) from `request`: keyword structs take the
+/// keywords by name, the other parameters the positional arguments in order.
+template <class Values>
+void fill_replay_arguments(Values& values, ReplayRequest& request) {
+  std::size_t positional = 0, parameters = 0;
+  std::vector<std::string> names;
+  std::apply([&](auto&... value) {
+    const auto take = [&](auto& target) {
+      using T = std::remove_cvref_t<decltype(target)>;
+      if constexpr (is_keyword_pack<T>) {
+        for (auto& name : keyword_names(target)) names.push_back(std::move(name));
+      } else {
+        ++parameters;
+        if (positional < request.args.size()) {
+          assign_python_value(target, request.args[positional], request.context, "argument " + std::to_string(positional));
+          ++positional;
+        }
+      }
+    };
+    (take(value), ...);
+  }, values);
+  if (request.args.size() != parameters) {
+    throw NotRebuildable("the call passes " + std::to_string(request.args.size()) + " positional arguments, the forward takes " +
+                             std::to_string(parameters),
+                         "pass by keyword what upstream passes by keyword (a keyword struct), positionally what it passes so");
+  }
+  for (const auto& [name, value] : request.kwargs) {
+    bool found = false;
+    std::apply([&](auto&... pack) {
+      const auto set = [&](auto& target) {
+        if constexpr (is_keyword_pack<std::remove_cvref_t<decltype(target)>>) {
+          if (!found) found = try_assign_keyword(target, name, value, request.context);
+        }
+      };
+      (set(pack), ...);
+    }, values);
+    if (!found) {
+      throw NotRebuildable("the call passes keyword '" + name + "', the forward's keywords are " +
+                               (names.empty() ? std::string("none") : join_names(names)),
+                           "declare it in the forward's keyword struct (TRACETORCH_KEYWORDS)");
+    }
+  }
+}
+
+/// A rebuilt value as parameter type `A`: an lvalue for a reference parameter, else moved.
+template <class A, class V>
+decltype(auto) pass_as(V& value) {
+  if constexpr (std::is_lvalue_reference_v<A>) {
+    return static_cast<A>(value);
+  } else {
+    return static_cast<std::remove_reference_t<A>&&>(value);
+  }
+}
+
+/// A parameter type replay can hold and pass: default-constructible, and movable where it is
+/// taken by value.
+template <class A>
+inline constexpr bool replayable_parameter_v =
+    std::is_default_constructible_v<std::decay_t<A>> &&
+    (std::is_lvalue_reference_v<A> || std::is_constructible_v<std::decay_t<A>, std::decay_t<A>&&>);
+
+/// Rebuilds the arguments of a forward with parameters `A...` and calls `run(A...)` on them.
+template <class... A, class Run>
+void replay_forward_with(ReplayRequest& request, Run&& run) {
+  if constexpr ((replayable_parameter_v<A> && ...)) {
+    std::tuple<std::decay_t<A>...> values{};
+    fill_replay_arguments(values, request);
+    std::apply([&](auto&... value) { run(pass_as<A>(value)...); }, values);
+  } else {
+    throw NotRebuildable("a parameter of the forward has no default value to rebuild it into",
+                         "give each parameter type of the forward a default constructor");
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/program/replay_call.hpp ----
 
 namespace tracetorch::detail {
 
@@ -1564,6 +2563,10 @@ class Traced : public Impl, public TracedModuleBase {
       TRACETORCH_DETAIL_FORWARD_BODY(Given, given);                                               \
     }                                                                                             \
     std::string_view traced_name() const noexcept override { return Name.view(); }               \
+    bool replay_forward(ReplayRequest& request) override {                                        \
+      replay_forward_with<A...>(request, [this](A... args) { (void)this->forward(std::forward<A>(args)...); }); \
+      return true;                                                                                \
+    }                                                                                             \
     std::shared_ptr<torch::nn::Module> clone(                                                     \
         const c10::optional<torch::Device>& device = c10::nullopt) const override {               \
       return clone_traced(*this, device);                                                         \
@@ -2092,7 +3095,23 @@ class OutputKey {
   }
   constexpr std::string_view name() const noexcept { return name_; }
 
+  /// A key known only at run time (`output_options(kwargs)`): the same checks, an Error naming
+  /// it instead of a compile error. The name is kept for the program's life (one copy per key).
+  static OutputKey named(std::string_view key) {
+    if (!detail::is_record_key(key) || detail::role_of(key) != detail::OutputRole::keyed) {
+      throw Error("tracetorch: output_" + std::string(key) + " is not a record key's flag (output_<key> of a declared record key, "
+                  "not output_hidden_states or output_attentions)");
+    }
+    static std::mutex mutex;
+    static std::set<std::string, std::less<>> names;
+    const std::lock_guard<std::mutex> lock(mutex);
+    return OutputKey(RunTime{}, *names.emplace(key).first);
+  }
+
  private:
+  struct RunTime {};
+  OutputKey(RunTime, std::string_view name) : name_(name) {}
+
   static consteval void check(std::string_view key) {
     if (!detail::is_record_key(key)) detail::output_key_must_be_a_field_name_without_output_prefix();
     if (detail::role_of(key) != detail::OutputRole::keyed) {
@@ -2165,6 +3184,10 @@ struct OutputOptions {
   /// were finite. As debug_io, read by the traced forward that takes these options; not a
   /// keyword of the trace.
   std::optional<NonFinite>* find_nonfinite = nullptr;
+  /// The order the caller passed the options in, as Python's kwargs dict keeps it (names such as
+  /// "output_attentions", "output_router_logits"): `tracetorch::output_options(kwargs)` fills it.
+  /// A trace records these first, in this order, then any other option set, in declaration order.
+  std::vector<std::string> call_order = {};
 };
 
 /// How `capture_outputs` finishes hidden_states.
@@ -2335,6 +3358,132 @@ OutputOptions merge_with_config_defaults(const Model& model, OutputOptions optio
 #include <utility>
 #include <vector>
 
+// ---- begin tracetorch/detail/capture/replacement_builder.hpp ----
+/// \file
+/// How a registered replacement is built in place of an original (tracetorch::Replaceable): the
+/// constructor arguments and the forward signature, each checked against the original's, and one
+/// call thunk (a function pointer) that runs the built module's traced forward.
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+
+
+namespace tracetorch::detail {
+
+/// The module class a holder or an Impl stands for: the holder's ContainedType (the traced class,
+/// or the plain Impl under TRACETORCH_DISABLE), the traced class of a TRACEABLE Impl, else T.
+template <class T>
+struct built_type {
+  using type = T;
+};
+template <class T>
+  requires requires { typename T::ContainedType; }
+struct built_type<T> {
+  using type = typename T::ContainedType;
+};
+template <class T>
+  requires(!requires { typename T::ContainedType; } && is_traceable_v<T>)
+struct built_type<T> {
+  using type = traced_type_t<T>;
+};
+template <class T>
+using built_type_t = typename built_type<T>::type;
+
+/// `R(A...)` of a module's one non-template forward (qualifiers dropped).
+template <class Pointer>
+struct forward_function {};
+#define TRACETORCH_DETAIL_FORWARD_FUNCTION(QUALIFIERS)   \
+  template <class C, class R, class... A>                 \
+  struct forward_function<R (C::*)(A...) QUALIFIERS> {    \
+    using type = R(A...);                                 \
+  }
+TRACETORCH_DETAIL_FORWARD_FUNCTION();
+TRACETORCH_DETAIL_FORWARD_FUNCTION(const);
+TRACETORCH_DETAIL_FORWARD_FUNCTION(noexcept);
+TRACETORCH_DETAIL_FORWARD_FUNCTION(const noexcept);
+#undef TRACETORCH_DETAIL_FORWARD_FUNCTION
+
+template <class Module>
+using forward_function_t = typename forward_function<typename forward_pointer<Module>::type>::type;
+
+/// The constructor arguments as a registry key: their types without references or const.
+template <class... Args>
+using arguments_key = std::tuple<std::remove_cvref_t<Args>...>;
+/// The constructor arguments as handed to a builder: const references to the caller's values.
+template <class... Args>
+using arguments_refs = std::tuple<const std::remove_cvref_t<Args>&...>;
+
+/// A module built by the registry: owned by `module`, called through `call` (a
+/// `R (*)(void*, A...)` stored type-erased, R(A...) being `*forward_type`) on `object`.
+struct BuiltModule {
+  std::shared_ptr<torch::nn::Module> module;
+  void* object = nullptr;
+  void (*call)() = nullptr;
+  const std::type_info* forward_type = nullptr;
+};
+
+/// Builds a replacement from the arguments an original is built with (`*arguments`, an
+/// arguments_key type); `build` reads an arguments_refs of the same types.
+struct ReplacementBuilder {
+  const std::type_info* arguments = nullptr;
+  BuiltModule (*build)(const void* arguments) = nullptr;
+};
+
+/// The thunk: the module's traced entry point (`call`), or its forward when tracing is compiled out.
+template <class Module, class R, class... A>
+R call_built(void* object, A... args) {
+  auto& module = *static_cast<Module*>(object);
+  if constexpr (requires { module.call(std::forward<A>(args)...); }) {
+    return module.call(std::forward<A>(args)...);
+  } else {
+    return module.forward(std::forward<A>(args)...);
+  }
+}
+
+template <class Module, class R, class... A>
+void (*call_thunk(R (*)(A...)))() {
+  return reinterpret_cast<void (*)()>(&call_built<Module, R, A...>);
+}
+
+/// Wraps a built module with its thunk; the module needs one non-template forward.
+template <class Module>
+BuiltModule built_module(std::shared_ptr<Module> module) {
+  using Forward = forward_function_t<Module>;
+  void* object = module.get();
+  return {std::move(module), object, call_thunk<Module>(static_cast<Forward*>(nullptr)), &typeid(Forward)};
+}
+
+template <class T, class... Args>
+BuiltModule build_replacement_from(const void* arguments) {
+  using Module = built_type_t<T>;
+  const auto& given = *static_cast<const arguments_refs<Args...>*>(arguments);
+  return built_module(std::apply([](const auto&... values) { return std::make_shared<Module>(values...); }, given));
+}
+
+/// The builder `replacement<T, Args...>()` registers: none without Args unless T is
+/// default-constructible (a replacement used for recording only).
+template <class T, class... Args>
+ReplacementBuilder replacement_builder() {
+  using Module = built_type_t<T>;
+  constexpr bool constructible = std::is_constructible_v<Module, const std::remove_cvref_t<Args>&...>;
+  static_assert(constructible || sizeof...(Args) == 0,
+                "tracetorch::replacement<T, Args...>: T cannot be constructed from Args (the arguments the original is "
+                "built with)");
+  if constexpr (constructible && requires { typename forward_pointer<Module>::type; } &&
+                !std::is_void_v<typename forward_pointer<Module>::type>) {
+    return {&typeid(arguments_key<Args...>), &build_replacement_from<T, Args...>};
+  } else {
+    return {};
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/replacement_builder.hpp ----
 
 namespace tracetorch {
 
@@ -2345,6 +3494,8 @@ struct PatchReplacement {
   /// isinstance(module, replacement): once patched, a recorder records the replacement's
   /// subclasses too, as upstream's isinstance test on the swapped-in target class.
   bool (*is_instance)(const torch::nn::Module&) = nullptr;
+  /// How tracetorch::make_replaceable builds it in place of the original (none: recording only).
+  detail::ReplacementBuilder builder{};
 };
 
 namespace detail {
@@ -2354,14 +3505,15 @@ bool is_module_of(const torch::nn::Module& module) {
   return dynamic_cast<const Impl*>(&module) != nullptr;
 }
 
-template <class T>
+template <class T, class... Args>
 PatchReplacement replacement_for() {
 #ifdef TRACETORCH_DISABLE
-  return {std::type_index(typeid(T)), std::string()};
+  return {std::type_index(typeid(T)), std::string(), nullptr, replacement_builder<T, Args...>()};
 #else
   static_assert(is_traceable_v<T>, "tracetorch::replacement: the replacement type was never declared TRACEABLE");
   using Traced = traced_type_t<T>;
-  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name), &is_module_of<typename Traced::ImplType>};
+  return {std::type_index(typeid(Traced)), std::string(Traced::registered_name), &is_module_of<typename Traced::ImplType>,
+          replacement_builder<T, Args...>()};
 #endif
 }
 
@@ -2426,6 +3578,13 @@ inline void add_patch_entries(std::vector<PatchEntry> prepared, bool overwrite) 
       registry.entries.push_back(std::move(entry));
     }
   }
+}
+
+/// Empties the registry (clear_patch_mapping).
+inline void clear_patch_entries() {
+  auto& registry = patch_registry();
+  std::lock_guard lock(registry.mutex);
+  registry.entries.clear();
 }
 
 /// Removes keys, all or none: a key that is not registered is an error.
@@ -3296,8 +4455,13 @@ auto run_capture(Model& model, const ResolvedOutputs& wanted, Body& body, const 
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 // ---- begin tracetorch/detail/capture/to_tuple.hpp ----
 /// \file
@@ -3434,27 +4598,235 @@ OutputTuple to_tuple_in_capture_order(const Out& out) {
 }  // namespace detail
 }  // namespace tracetorch
 // ---- end tracetorch/detail/capture/to_tuple.hpp ----
+// ---- begin tracetorch/kwargs.hpp ----
+/// \file
+/// `tracetorch::Kwargs`: Python's `**kwargs`, named values in the order the caller passed them.
+///
+/// Upstream hands some keywords down through every level without naming them: Qwen2-MoE's model
+/// passes `**kwargs` (say `output_router_logits=True`) to every decoder layer and on to its
+/// `self_attn`. A port does the same with one trailing parameter instead of a field per flag in
+/// every keyword struct; a trace records the entries after the struct's keywords, in their order,
+/// as Python records `layer(h, attention_mask=m, **kwargs)`:
+///
+/// \code
+/// torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& h, const LayerKeywords& kw = {},
+///                                         const tracetorch::Kwargs& kwargs = {}) {
+///   return self_attn({.hidden_states = h, .attention_mask = kw.attention_mask}, kwargs);  // handed on
+/// }
+/// model(ids, {}, {{"output_attentions", true}, {"output_hidden_states", true}});  // in this order
+/// bool router = kwargs.flag("output_router_logits").value_or(false);
+/// \endcode
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
 
 namespace tracetorch {
 
-/// In a trace, options appear as Python keyword arguments holding only what was set, so a call
-/// without options traces exactly like `model(input_ids)` in Python.
+/// One value of a Kwargs entry: None, bool, int, float or str, as Python would hold it.
+class KwargValue {
+ public:
+  using Variant = std::variant<std::nullptr_t, bool, std::int64_t, double, std::string>;
+
+  KwargValue(std::nullptr_t = nullptr) {}                                      // NOLINT: implicit by design
+  KwargValue(bool value) : value_(value) {}                                    // NOLINT
+  template <class T>
+    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
+  KwargValue(T value) : value_(static_cast<std::int64_t>(value)) {}            // NOLINT
+  KwargValue(double value) : value_(value) {}                                  // NOLINT
+  KwargValue(std::string value) : value_(std::move(value)) {}                  // NOLINT
+  KwargValue(const char* value) : value_(std::string(value)) {}                // NOLINT
+
+  const Variant& variant() const noexcept { return value_; }
+  bool is_none() const noexcept { return std::holds_alternative<std::nullptr_t>(value_); }
+  template <class T>
+  const T* get_if() const noexcept {
+    return std::get_if<T>(&value_);
+  }
+  friend bool operator==(const KwargValue&, const KwargValue&) = default;
+
+ private:
+  Variant value_;
+};
+
+/// One `name=value`.
+struct Kwarg {
+  std::string name;
+  KwargValue value;
+};
+
+/// Python's `**kwargs`: entries in the caller's order, each name once.
+class Kwargs {
+ public:
+  Kwargs() = default;
+  /// `{{"output_attentions", true}, {"output_hidden_states", true}}`; a name given twice is an
+  /// Error, as Python's "got multiple values for keyword argument".
+  Kwargs(std::initializer_list<Kwarg> entries) {  // NOLINT: implicit, so a braced list reads as kwargs
+    for (const auto& entry : entries) add(entry.name, entry.value);
+  }
+
+  /// Appends `name=value`; a name already there is an Error.
+  Kwargs& add(std::string name, KwargValue value) {
+    if (find(name) != nullptr) throw Error("tracetorch::Kwargs: got multiple values for keyword argument '" + name + "'");
+    entries_.push_back({std::move(name), std::move(value)});
+    return *this;
+  }
+  /// The value of `name`, or nullptr when not passed.
+  const KwargValue* find(std::string_view name) const noexcept {
+    for (const auto& entry : entries_) {
+      if (entry.name == name) return &entry.value;
+    }
+    return nullptr;
+  }
+  bool contains(std::string_view name) const noexcept { return find(name) != nullptr; }
+  /// A bool flag: its value, nullopt when not passed or None; an Error naming it for another type.
+  std::optional<bool> flag(std::string_view name) const {
+    const KwargValue* value = find(name);
+    if (value == nullptr || value->is_none()) return std::nullopt;
+    if (const bool* flag = value->get_if<bool>()) return *flag;
+    throw Error("tracetorch::Kwargs: '" + std::string(name) + "' must be True, False or None");
+  }
+  /// The entries named in `names`, in this Kwargs' order: what a port hands on where upstream
+  /// passes only some of its keywords down.
+  Kwargs only(std::initializer_list<std::string_view> names) const {
+    Kwargs kept;
+    for (const auto& entry : entries_) {
+      for (const auto name : names) {
+        if (entry.name == name) kept.entries_.push_back(entry);
+      }
+    }
+    return kept;
+  }
+  /// Every entry but those named: Python's `kwargs.pop(name)` before handing the rest on.
+  Kwargs without(std::initializer_list<std::string_view> names) const {
+    Kwargs kept;
+    for (const auto& entry : entries_) {
+      bool dropped = false;
+      for (const auto name : names) dropped = dropped || entry.name == name;
+      if (!dropped) kept.entries_.push_back(entry);
+    }
+    return kept;
+  }
+
+  const std::vector<Kwarg>& entries() const noexcept { return entries_; }
+  bool empty() const noexcept { return entries_.empty(); }
+
+ private:
+  std::vector<Kwarg> entries_;
+};
+
+/// A trace records the entries in order, as keyword arguments (None as `None`).
 template <class Visitor>
-void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
-  if (options.output_hidden_states) {
+void tracetorch_keywords(const Kwargs& kwargs, Visitor&& visit) {
+  for (const auto& entry : kwargs.entries()) {
+    std::visit([&](const auto& value) { visit(std::string_view(entry.name), value); }, entry.value.variant());
+  }
+}
+
+}  // namespace tracetorch
+// ---- end tracetorch/kwargs.hpp ----
+
+namespace tracetorch {
+
+namespace detail {
+
+/// The options that hold one optional bool, by their keyword names.
+inline constexpr std::pair<std::string_view, std::optional<bool> OutputOptions::*> kBoolOutputOptions[] = {
+    {"output_attentions", &OutputOptions::output_attentions}, {"use_cache", &OutputOptions::use_cache},
+    {"return_dict", &OutputOptions::return_dict},             {"debug_io", &OutputOptions::debug_io},
+    {"prune_layers", &OutputOptions::prune_layers},
+};
+
+/// Visits option `name` of `options` when it is set (output_<key> for the record keys' flags).
+template <class Visitor>
+void visit_output_option(const OutputOptions& options, std::string_view name, Visitor& visit) {
+  for (const auto& [option, member] : kBoolOutputOptions) {
+    if (name == option) {
+      if (options.*member) visit(option, *(options.*member));
+      return;
+    }
+  }
+  if (name == "output_hidden_states" && options.output_hidden_states) {
     if (options.output_hidden_states->is_list()) {
       visit("output_hidden_states", options.output_hidden_states->indices());
     } else {
       visit("output_hidden_states", options.output_hidden_states->all());
     }
+  } else if (name == "debug_io_dir" && options.debug_io_dir) {
+    visit("debug_io_dir", *options.debug_io_dir);
+  } else if (name.starts_with("output_")) {
+    for (const auto& flag : options.output) {
+      if (flag.key.name() == name.substr(7)) visit("output_" + std::string(flag.key.name()), flag.value);
+    }
   }
-  if (options.output_attentions) visit("output_attentions", *options.output_attentions);
-  for (const auto& flag : options.output) visit("output_" + std::string(flag.key.name()), flag.value);
-  if (options.use_cache) visit("use_cache", *options.use_cache);
-  if (options.return_dict) visit("return_dict", *options.return_dict);
-  if (options.debug_io) visit("debug_io", *options.debug_io);
-  if (options.debug_io_dir) visit("debug_io_dir", *options.debug_io_dir);
-  if (options.prune_layers) visit("prune_layers", *options.prune_layers);
+}
+
+/// Sets option `name` from a Kwargs value; false when `name` is not an output option.
+inline bool set_output_option(OutputOptions& options, const std::string& name, const KwargValue& value) {
+  const auto flag = [&]() -> bool {
+    if (const bool* set = value.get_if<bool>()) return *set;
+    throw Error("tracetorch::output_options: " + name + " must be True or False");
+  };
+  for (const auto& [option, member] : kBoolOutputOptions) {
+    if (name == option) {
+      options.*member = flag();
+      return true;
+    }
+  }
+  if (name == "output_hidden_states") {
+    options.output_hidden_states = LayerSelection(flag());
+  } else if (name == "debug_io_dir" && value.get_if<std::string>()) {
+    options.debug_io_dir = *value.get_if<std::string>();
+  } else if (name.starts_with("output_")) {
+    options.output.push_back({OutputKey::named(std::string_view(name).substr(7)), flag()});
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+/// In a trace, options appear as Python keyword arguments holding only what was set, so a call
+/// without options traces exactly like `model(input_ids)` in Python: first those named in
+/// `call_order` (the caller's order, from output_options(kwargs)), then the others set, in
+/// declaration order.
+template <class Visitor>
+void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
+  const auto in_call_order = [&](std::string_view name) {
+    return std::find(options.call_order.begin(), options.call_order.end(), name) != options.call_order.end();
+  };
+  for (const auto& name : options.call_order) detail::visit_output_option(options, name, visit);
+  std::vector<std::string> declared = {"output_hidden_states", "output_attentions"};
+  for (const auto& flag : options.output) declared.push_back("output_" + std::string(flag.key.name()));
+  for (const char* name : {"use_cache", "return_dict", "debug_io", "debug_io_dir", "prune_layers"}) declared.emplace_back(name);
+  for (const auto& name : declared) {
+    if (!in_call_order(name)) detail::visit_output_option(options, name, visit);
+  }
+}
+
+/// OutputOptions from Python-style keyword arguments, recorded in their order (call_order):
+/// `model(x, tracetorch::output_options({{"output_attentions", true}, {"output_hidden_states", true}}))`
+/// is Python's `model(x, output_attentions=True, output_hidden_states=True)`, traced in that
+/// order. Each entry is output_hidden_states, output_attentions, use_cache, return_dict,
+/// debug_io, prune_layers (True/False), debug_io_dir (a str) or output_<key> (a record key's
+/// flag); another name or type is an Error naming it.
+inline OutputOptions output_options(const Kwargs& kwargs) {
+  OutputOptions options;
+  for (const auto& [name, value] : kwargs.entries()) {
+    if (!detail::set_output_option(options, name, value)) {
+      throw Error("tracetorch::output_options: " + name + " is not an output option; hand it on in a tracetorch::Kwargs");
+    }
+    options.call_order.push_back(name);
+  }
+  return options;
 }
 
 /// output_hidden_states / output_attentions / return_dict, and `output_<key>` for the record
@@ -3525,7 +4897,8 @@ const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
 // ---- end tracetorch/output.hpp ----
 // ---- begin tracetorch/detail/capture/patch_api.hpp ----
 /// \file
-/// The patch API that needs no RE2 (replacement, find_patch_replacement, patch_output_recorders,
+/// The patch API that needs no RE2 (replacement, find_patch_replacement, clear_patch_mapping,
+/// Replaceable, make_replaceable, register_replaceable, patch_output_recorders,
 /// unpatch_output_recorders), documented in tracetorch/patch_mapping.hpp; capture.hpp includes it
 /// too, so that model code gets it without RE2's header.
 
@@ -3533,17 +4906,150 @@ const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
 #include <string_view>
 #include <vector>
 
+// ---- begin tracetorch/detail/capture/replaceable.hpp ----
+/// \file
+/// tracetorch::Replaceable, make_replaceable and register_replaceable (documented in
+/// tracetorch/patch_mapping.hpp): a submodule built as the registered replacement of its class, or
+/// as the original when none is registered.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+
+namespace tracetorch {
+namespace detail {
+
+/// The call operator of a Replaceable whose original's forward is R(A...): one indirect call (the
+/// built module's thunk), no boxing of arguments or result (AnyModule boxes both).
+template <class Function>
+class ReplaceableCall;
+template <class R, class... A>
+class ReplaceableCall<R(A...)> {
+ public:
+  R operator()(A... args) const {
+    if (call_ == nullptr) throw Error("tracetorch: a Replaceable module was called before it was built");
+    return call_(object_, std::forward<A>(args)...);
+  }
+
+ protected:
+  void set(const BuiltModule& built) {
+    module_ = built.module;
+    object_ = built.object;
+    call_ = reinterpret_cast<R (*)(void*, A...)>(built.call);
+  }
+  std::shared_ptr<torch::nn::Module> module_;
+  void* object_ = nullptr;
+  R (*call_)(void*, A...) = nullptr;
+};
+
+inline std::string demangled(const std::type_info& type) { return c10::demangle(type.name()); }
+
+/// Builds `found` in place of the original `original_name`, refusing a replacement registered
+/// without these constructor arguments or whose forward differs from the original's.
+template <class OriginalModule, class... Args>
+BuiltModule build_registered(const PatchReplacement& found, std::string_view original_name, const Args&... args) {
+  const std::string where = "tracetorch: building " + std::string(original_name) + " as its registered replacement " +
+                            found.name + ": ";
+  const std::type_info& wanted = typeid(arguments_key<Args...>);
+  if (found.builder.build == nullptr || *found.builder.arguments != wanted) {
+    throw Error(where + "it is built from " + demangled(wanted) + ", so register it as tracetorch::replacement<" +
+                found.name + ", " + "those argument types>()" +
+                (found.builder.build == nullptr ? std::string()
+                                                : " (it was registered with " + demangled(*found.builder.arguments) + ")"));
+  }
+  const arguments_refs<Args...> given(args...);
+  BuiltModule built = found.builder.build(&given);
+  const std::type_info& forward = typeid(forward_function_t<OriginalModule>);
+  if (*built.forward_type != forward) {
+    throw Error(where + "its forward is " + demangled(*built.forward_type) + " but the original's is " + demangled(forward) +
+                " (a replacement is called as the original)");
+  }
+  return built;
+}
+
+}  // namespace detail
+
+/// A submodule of class `Original` (a TRACEABLE holder) that is built as the replacement
+/// registered for that class (register_patch_mapping) when there is one, else as `Original`.
+/// Called as the original (forward's exact parameter types); `ptr()` is the built module.
+template <class Original>
+class Replaceable : public detail::ReplaceableCall<detail::forward_function_t<detail::built_type_t<Original>>> {
+ public:
+  Replaceable(std::nullptr_t) {}  // NOLINT: as a holder's `{nullptr}`, built later
+  explicit Replaceable(const detail::BuiltModule& built) { this->set(built); }
+
+  const std::shared_ptr<torch::nn::Module>& ptr() const noexcept { return this->module_; }
+  torch::nn::Module* operator->() const noexcept { return this->module_.get(); }
+  bool is_empty() const noexcept { return this->module_ == nullptr; }
+  /// The built module as `T` (an Impl, traced class or holder), or nullptr when it is not one.
+  template <class T>
+  auto* as() const {
+    return this->module_->template as<T>();
+  }
+  /// Whether the registered replacement was built instead of `Original`.
+  bool replaced() const { return !is_empty() && as<Original>() == nullptr; }
+};
+
+/// Builds `Original(args...)`, or the replacement registered for its class name (exact name, then
+/// patterns, as find_patch_replacement), from the same arguments (passed as const references).
+/// Under TRACETORCH_DISABLE class names are compiled out and the original is always built.
+/// \code
+/// tracetorch::Replaceable<Experts> experts = tracetorch::make_replaceable<Experts>(config);
+/// \endcode
+template <class Original, class... Args>
+Replaceable<Original> make_replaceable(const Args&... args) {
+  using Module = detail::built_type_t<Original>;
+  static_assert(std::is_constructible_v<Module, const Args&...>,
+                "tracetorch::make_replaceable<Original>(args...): Original cannot be constructed from args");
+#ifndef TRACETORCH_DISABLE
+  if (const auto found = detail::find_patch_replacement(Module::registered_name)) {
+    return Replaceable<Original>(detail::build_registered<Module>(*found, Module::registered_name, args...));
+  }
+#endif
+  return Replaceable<Original>(detail::built_module(std::make_shared<Module>(args...)));
+}
+
+/// make_replaceable, registered as `parent`'s submodule `name`: the one line a port writes.
+/// \code
+/// experts = tracetorch::register_replaceable<Experts>(*this, "experts", config);
+/// \endcode
+template <class Original, class... Args>
+Replaceable<Original> register_replaceable(torch::nn::Module& parent, std::string name, const Args&... args) {
+  Replaceable<Original> built = make_replaceable<Original>(args...);
+  parent.register_module(std::move(name), built.ptr());
+  return built;
+}
+
+}  // namespace tracetorch
+// ---- end tracetorch/detail/capture/replaceable.hpp ----
 
 namespace tracetorch {
 
-/// The registry value for replacement module type `T` (TRACEABLE).
+/// The registry value for replacement module type `T` (TRACEABLE). With `Args`, the types the
+/// original is constructed from: make_replaceable then builds `T` from the same arguments wherever
+/// the original is declared Replaceable (a T that cannot be built from them does not compile).
+/// Without, `T` is recorded by patch_output_recorders but built only where the original takes no
+/// arguments.
 /// \code
-/// tracetorch::PatchReplacement fused = tracetorch::replacement<FusedAttention>();
+/// tracetorch::PatchReplacement fused = tracetorch::replacement<FusedAttention, AttentionConfig>();
 /// \endcode
-template <class T>
+template <class T, class... Args>
 PatchReplacement replacement() {
-  return detail::replacement_for<T>();
+  return detail::replacement_for<T, Args...>();
 }
+
+/// Empties the registry (transformers' clear_patch_mapping): models built afterwards have their
+/// original classes. Recorders patched earlier stay patched until unpatch_output_recorders.
+/// \code
+/// tracetorch::clear_patch_mapping();
+/// \endcode
+inline void clear_patch_mapping() { detail::clear_patch_entries(); }
 
 /// The registered replacement for a class name: an exact key first, then the first pattern (in
 /// registration order) that regex-searches successfully in the name.
@@ -5181,94 +6687,6 @@ inline ParsedSafetensorsHeader parse_safetensors_header(std::span<const unsigned
 #include <string>
 #include <string_view>
 
-// ---- begin tracetorch/detail/text/unicode.hpp ----
-/// \file
-/// The one UTF-8 decoder and encoder of tracetorch: well-formed UTF-8 as the Unicode standard
-/// defines it, with the maximal-subpart rule for what is not, so every caller agrees on validity.
-
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-
-namespace tracetorch::detail {
-
-/// One step of decoding: a code point, or an ill-formed run of bytes.
-struct Utf8Step {
-  std::uint32_t code = 0;  ///< the code point; for an ill-formed run, its first byte
-  std::size_t length = 1;  ///< bytes consumed: the sequence, or the ill-formed run (>= 1)
-  bool valid = true;
-};
-
-/// Decodes the sequence at text[i] (i < text.size()). Well-formed means shortest form, no
-/// encoded surrogates and nothing above U+10FFFF. An ill-formed run is the longest prefix of a
-/// well-formed sequence found there, at least one byte (the "maximal subpart" of Unicode's
-/// U+FFFD substitution practice, which Python's UTF-8 decoder follows).
-inline Utf8Step decode_utf8(std::string_view text, std::size_t i) {
-  const auto lead = static_cast<unsigned char>(text[i]);
-  if (lead < 0x80) return {lead, 1, true};
-  std::size_t extra = 0;
-  std::uint32_t code = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the first continuation byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    extra = 1;
-    code = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    extra = 2;
-    code = lead & 0x0F;
-    if (lead == 0xE0) lo = 0xA0;  // no overlong forms
-    if (lead == 0xED) hi = 0x9F;  // no encoded surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    extra = 3;
-    code = lead & 0x07;
-    if (lead == 0xF0) lo = 0x90;  // no overlong forms
-    if (lead == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
-  } else {
-    return {lead, 1, false};  // a continuation byte, C0, C1 or F5..FF cannot start a sequence
-  }
-  for (std::size_t k = 1; k <= extra; ++k) {
-    if (i + k >= text.size()) return {lead, k, false};
-    const auto next = static_cast<unsigned char>(text[i + k]);
-    if (next < (k == 1 ? lo : 0x80) || next > (k == 1 ? hi : 0xBF)) return {lead, k, false};
-    code = (code << 6) | (next & 0x3F);
-  }
-  return {code, extra + 1, true};
-}
-
-/// Decodes one code point at text[i] and moves i past it; a byte that does not start a
-/// well-formed sequence becomes U+DC80..U+DCFF, as Python's surrogateescape error handler
-/// reads it (each byte of an ill-formed run on its own).
-inline std::uint32_t next_code_point(std::string_view text, std::size_t& i) {
-  const Utf8Step step = decode_utf8(text, i);
-  if (!step.valid) {
-    ++i;
-    return 0xDC00u + step.code;
-  }
-  i += step.length;
-  return step.code;
-}
-
-/// Appends `code` (at most U+10FFFF) as UTF-8.
-inline void append_utf8(std::string& out, std::uint32_t code) {
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    out += static_cast<char>(0xE0 | (code >> 12));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code >> 18));
-    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/text/unicode.hpp ----
 
 namespace tracetorch::detail {
 
@@ -6352,8 +7770,34 @@ inline Report load(torch::nn::Module& module, const std::filesystem::path& path,
 // ---- end tracetorch/checkpoint.hpp ----
 // ---- begin tracetorch/config_file.hpp ----
 /// \file
-/// A transformers `config.json`, read key by key into a port's own config struct: what every
-/// port writes by hand otherwise (the Llama, GPT-2 and Gemma examples use it).
+/// A transformers `config.json` read into a port's own config struct. Declared once, after the
+/// struct, `TRACETORCH_CONFIG(Type, field...)` lists the fields (in declaration order, every one:
+/// checked at compile time) and gives reading, writing back, setting a field by name, and the
+/// struct's `validate` hook:
+///
+/// \code
+/// struct VisionConfig {
+///   std::int64_t hidden_size = 768;
+///   std::int64_t num_hidden_layers = 12;
+/// };
+/// TRACETORCH_CONFIG(VisionConfig, hidden_size, num_hidden_layers);
+///
+/// struct LlavaConfig {
+///   VisionConfig vision_config;                        // a nested object: "vision_config.hidden_size"
+///   std::int64_t image_token_index = 32000;
+///   std::vector<std::int64_t> vision_feature_layers;   // a list
+///   std::map<std::string, double> rope_scaling;        // an object read as a map
+///   void validate(const std::string& where) const;     // optional: called after every read
+/// };
+/// TRACETORCH_CONFIG(LlavaConfig, vision_config, image_token_index, vision_feature_layers, rope_scaling);
+///
+/// tracetorch::ConfigReport report;
+/// auto config = tracetorch::load_config<LlavaConfig>("config.json", &report);  // unknown keys in report
+/// tracetorch::set_config_field(config, "vision_config.hidden_size", "32");    // a Python literal
+/// boost::json::object json = tracetorch::config_to_json(config);
+/// \endcode
+///
+/// Or key by key, for a config that needs its own rules:
 ///
 /// \code
 /// GemmaConfig config;                                    // upstream's defaults
@@ -6366,10 +7810,32 @@ inline Report load(torch::nn::Module& module, const std::filesystem::path& path,
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/io/config_struct.hpp ----
+/// \file
+/// A config struct declared with TRACETORCH_CONFIG (tracetorch/config_file.hpp) read from, and
+/// written to, a JSON object field by field: nested config structs, lists and maps of them, and
+/// the leaf values of config_value.hpp. Every error names the file and the full key
+/// (`vision_config.hidden_size`, `layers[2].size`); keys no field takes are collected.
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 // ---- begin tracetorch/detail/io/config_value.hpp ----
 /// \file
@@ -6454,6 +7920,400 @@ std::optional<std::string> convert_config_value(const boost::json::value& value,
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/io/config_value.hpp ----
 
+namespace tracetorch::detail {
+
+/// A struct with TRACETORCH_CONFIG: `tracetorch_config(T&, visit)` found by argument-dependent lookup.
+template <class T>
+concept is_config_struct = requires(T& config) { tracetorch_config(config, [](std::string_view, auto&) {}); };
+
+template <class T>
+struct is_config_map : std::false_type {};
+template <class T, class C, class A>
+struct is_config_map<std::map<std::string, T, C, A>> : std::true_type {};
+
+/// A value convert_config_value reads whole: a ConfigField holding no config struct.
+template <class T>
+constexpr bool is_config_leaf() {
+  if constexpr (is_std_optional<T>::value || is_std_vector<T>::value) {
+    return is_config_leaf<typename T::value_type>();
+  } else {
+    return ConfigField<T>;
+  }
+}
+
+template <class T>
+constexpr bool is_optional_config() {
+  if constexpr (is_std_optional<T>::value) {
+    return is_config_struct<typename T::value_type>;
+  } else {
+    return false;
+  }
+}
+
+template <class T>
+concept is_json_field = std::is_same_v<T, boost::json::value> || std::is_same_v<T, boost::json::object>;
+
+/// Where a read is: the file's name for messages, and the keys of the file no field took.
+struct ConfigReadState {
+  const std::string& file;
+  std::vector<std::string>& unknown_keys;
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error("tracetorch: " + file + ": \"" + key + "\" " + what);
+  }
+};
+
+template <class T>
+void read_config_object(const boost::json::object& object, T& config, const std::string& prefix, ConfigReadState& state);
+
+/// Reads one value into `field`, whatever its kind; `key` is the full key for messages.
+template <class F>
+void read_config_field(const boost::json::value& value, F& field, const std::string& key, ConfigReadState& state) {
+  if constexpr (is_config_struct<F>) {
+    if (!value.is_object()) state.fail(key, "must be an object");
+    read_config_object(value.get_object(), field, key + ".", state);
+  } else if constexpr (is_json_field<F>) {
+    if constexpr (std::is_same_v<F, boost::json::object>) {
+      if (!value.is_object()) state.fail(key, "must be an object");
+      field = value.get_object();
+    } else {
+      field = value;
+    }
+  } else if constexpr (is_std_optional<F>::value && !is_config_leaf<F>()) {
+    if (value.is_null()) {
+      field.reset();
+    } else {
+      typename F::value_type read{};
+      read_config_field(value, read, key, state);
+      field = std::move(read);
+    }
+  } else if constexpr (is_std_vector<F>::value && !is_config_leaf<F>()) {
+    if (!value.is_array()) state.fail(key, "must be a list");
+    F read;
+    for (const auto& item : value.get_array()) {
+      typename F::value_type element{};
+      read_config_field(item, element, key + "[" + std::to_string(read.size()) + "]", state);
+      read.push_back(std::move(element));
+    }
+    field = std::move(read);
+  } else if constexpr (is_config_map<F>::value) {
+    if (!value.is_object()) state.fail(key, "must be an object");
+    F read;
+    for (const auto& entry : value.get_object()) {
+      typename F::mapped_type element{};
+      read_config_field(entry.value(), element, key + "." + std::string(entry.key()), state);
+      read.emplace(std::string(entry.key()), std::move(element));
+    }
+    field = std::move(read);
+  } else {
+    static_assert(is_config_leaf<F>(), "TRACETORCH_CONFIG: a field must be bool, a number, std::string, a config struct, "
+                                  "boost::json::value/object, or a std::optional, std::vector or std::map<std::string, T> of those");
+    if (auto why = convert_config_value(value, field)) state.fail(key, *why);
+  }
+}
+
+/// Reads the keys of `object` that `config` declares; lists the others as unknown, in the
+/// file's order (a nested object's unknown keys where that object stands).
+template <class T>
+void read_config_object(const boost::json::object& object, T& config, const std::string& prefix, ConfigReadState& state) {
+  std::vector<std::string_view> known;
+  std::vector<std::vector<std::string>> unknown_inside;  // per known name, what its value left unread
+  tracetorch_config(config, [&](std::string_view name, auto& field) {
+    known.push_back(name);
+    unknown_inside.emplace_back();
+    ConfigReadState inner{state.file, unknown_inside.back()};
+    if (const boost::json::value* value = object.if_contains(name)) read_config_field(*value, field, prefix + std::string(name), inner);
+  });
+  for (const auto& entry : object) {
+    const auto found = std::find(known.begin(), known.end(), entry.key());
+    if (found == known.end()) {
+      state.unknown_keys.push_back(prefix + std::string(entry.key()));
+    } else {
+      const auto& inside = unknown_inside[static_cast<std::size_t>(found - known.begin())];
+      state.unknown_keys.insert(state.unknown_keys.end(), inside.begin(), inside.end());
+    }
+  }
+}
+
+/// The JSON form of one field: what a transformers config.json holds for it.
+template <class F>
+boost::json::value config_field_to_json(const F& field);
+
+template <class T>
+boost::json::object config_to_json_object(const T& config) {
+  boost::json::object object;
+  tracetorch_config(config, [&](std::string_view name, const auto& field) { object[name] = config_field_to_json(field); });
+  return object;
+}
+
+template <class F>
+boost::json::value config_field_to_json(const F& field) {
+  if constexpr (is_config_struct<F>) {
+    return config_to_json_object(field);
+  } else if constexpr (is_json_field<F>) {
+    return boost::json::value(field);
+  } else if constexpr (std::is_same_v<F, bool> || std::is_same_v<F, std::string>) {
+    return boost::json::value(field);
+  } else if constexpr (std::is_integral_v<F>) {
+    if constexpr (std::is_signed_v<F>) return boost::json::value(static_cast<std::int64_t>(field));
+    else return boost::json::value(static_cast<std::uint64_t>(field));
+  } else if constexpr (std::is_floating_point_v<F>) {
+    return boost::json::value(static_cast<double>(field));
+  } else if constexpr (is_std_optional<F>::value) {
+    return field ? config_field_to_json(*field) : boost::json::value(nullptr);
+  } else if constexpr (is_config_map<F>::value) {
+    boost::json::object object;
+    for (const auto& [key, value] : field) object[key] = config_field_to_json(value);
+    return object;
+  } else {
+    boost::json::array array;
+    for (const auto& item : field) array.push_back(config_field_to_json(static_cast<typename F::value_type>(item)));
+    return array;
+  }
+}
+
+/// Sets the field at dotted `key` ("vision_config.hidden_size", "rope_parameters.factor") from
+/// `value`, by the rules of a read; `key` unknown is an Error listing the names at that level.
+template <class T>
+void set_config_field_at(T& config, std::string_view key, const boost::json::value& value, const std::string& full_key,
+                         ConfigReadState& state) {
+  const auto dot = key.find('.');
+  const std::string_view head = key.substr(0, dot);
+  bool found = false;
+  std::string names;
+  tracetorch_config(config, [&](std::string_view name, auto& field) {
+    names += (names.empty() ? "" : ", ") + std::string(name);
+    if (found || name != head) return;
+    found = true;
+    using F = std::remove_cvref_t<decltype(field)>;
+    if (dot == std::string_view::npos) {
+      read_config_field(value, field, full_key, state);
+    } else if constexpr (is_config_struct<F>) {
+      set_config_field_at(field, key.substr(dot + 1), value, full_key, state);
+    } else if constexpr (is_optional_config<F>()) {
+      if (!field) field.emplace();
+      set_config_field_at(*field, key.substr(dot + 1), value, full_key, state);
+    } else if constexpr (is_config_map<F>::value) {
+      typename F::mapped_type element{};
+      if (const auto it = field.find(std::string(key.substr(dot + 1))); it != field.end()) element = it->second;
+      read_config_field(value, element, full_key, state);
+      field[std::string(key.substr(dot + 1))] = std::move(element);
+    } else {
+      state.fail(full_key, "names no field: \"" + std::string(head) + "\" holds no named fields");
+    }
+  });
+  if (!found) state.fail(full_key, "names no field (known here: " + names + ")");
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/config_struct.hpp ----
+// ---- begin tracetorch/detail/io/python_literal.hpp ----
+/// \file
+/// A Python literal as a command line gives it (`True`, `None`, `1e-6`, `'gelu'`, `[1, 2]`,
+/// `(1, 2)`, `{'factor': 8.0}`) or JSON text, parsed into a boost::json::value: what
+/// set_config_field (tracetorch/config_file.hpp) converts like a config.json value.
+
+#include <boost/json.hpp>
+
+#include <cctype>
+#include <string>
+#include <string_view>
+
+
+namespace tracetorch::detail {
+
+class PythonLiteralParser {
+ public:
+  explicit PythonLiteralParser(std::string_view text) : text_(text) {}
+
+  boost::json::value parse() {
+    boost::json::value value = parse_value();
+    skip_space();
+    if (at_ < text_.size()) fail("unexpected text after the value");
+    return value;
+  }
+
+ private:
+  boost::json::value parse_value() {
+    skip_space();
+    if (at_ >= text_.size()) fail("a value is missing");
+    const char c = text_[at_];
+    if (c == '[' || c == '(') return parse_list(c == '[' ? ']' : ')');
+    if (c == '{') return parse_dict();
+    if (c == '\'' || c == '"') return parse_string(c);
+    if (std::isalpha(static_cast<unsigned char>(c))) return parse_word();
+    return parse_number();
+  }
+
+  boost::json::value parse_list(char close) {
+    ++at_;
+    boost::json::array items;
+    while (!consume(close)) {
+      items.push_back(parse_value());
+      if (!consume(',')) {
+        if (!consume(close)) fail(std::string("expected ',' or '") + close + "'");
+        break;
+      }
+    }
+    return items;
+  }
+
+  boost::json::value parse_dict() {
+    ++at_;
+    boost::json::object object;
+    while (!consume('}')) {
+      const boost::json::value key = parse_value();
+      if (!key.is_string()) fail("a dict key must be a string");
+      if (!consume(':')) fail("expected ':'");
+      object[key.get_string()] = parse_value();
+      if (!consume(',')) {
+        if (!consume('}')) fail("expected ',' or '}'");
+        break;
+      }
+    }
+    return object;
+  }
+
+  boost::json::value parse_string(char quote) {
+    std::string out;
+    for (++at_; at_ < text_.size() && text_[at_] != quote; ++at_) {
+      if (text_[at_] == '\\' && at_ + 1 < text_.size()) ++at_;  // \' \" \\ stand for the character
+      out += text_[at_];
+    }
+    if (at_ >= text_.size()) fail("a string is not closed");
+    ++at_;
+    return boost::json::value(out);
+  }
+
+  boost::json::value parse_word() {
+    const std::size_t start = at_;
+    while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_')) ++at_;
+    const std::string_view word = text_.substr(start, at_ - start);
+    if (word == "True" || word == "true") return true;
+    if (word == "False" || word == "false") return false;
+    if (word == "None" || word == "null") return nullptr;
+    fail("\"" + std::string(word) + "\" is not a literal (quote a string: 'text')");
+  }
+
+  boost::json::value parse_number() {
+    const std::size_t start = at_;
+    while (at_ < text_.size() && std::string_view("+-.eE0123456789").find(text_[at_]) != std::string_view::npos) ++at_;
+    boost::system::error_code ec;
+    boost::json::value value = boost::json::parse(text_.substr(start, at_ - start), ec);
+    if (ec || start == at_ || !value.is_number()) fail("not a number");
+    return value;
+  }
+
+  bool consume(char c) {
+    skip_space();
+    if (at_ < text_.size() && text_[at_] == c) {
+      ++at_;
+      return true;
+    }
+    return false;
+  }
+  void skip_space() {
+    while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) ++at_;
+  }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw Error("tracetorch: the literal `" + std::string(text_) + "`: " + why + " (at character " + std::to_string(at_) + ")");
+  }
+
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+/// `text` as a JSON value; throws Error naming the literal when it is not one.
+inline boost::json::value parse_python_literal(std::string_view text) { return PythonLiteralParser(text).parse(); }
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/io/python_literal.hpp ----
+// ---- begin tracetorch/detail/module/field_list.hpp ----
+/// \file
+/// Compile-time checks that a macro's list of field names (TRACETORCH_KEYWORDS, TRACETORCH_CONFIG)
+/// agrees with the struct: each name a member, every member listed, in declaration order. Each
+/// check is one static_assert with one readable line, and the checks never cascade: a name that
+/// is not a member is tested in a dependent context, so it fails only its own assertion.
+
+#include <boost/pfr/core.hpp>
+#include <boost/preprocessor/punctuation/comma_if.hpp>
+#include <boost/preprocessor/seq/elem.hpp>
+#include <boost/preprocessor/seq/for_each.hpp>
+#include <boost/preprocessor/seq/for_each_i.hpp>
+#include <boost/preprocessor/stringize.hpp>
+#include <boost/preprocessor/variadic/size.hpp>
+#include <boost/preprocessor/variadic/to_seq.hpp>
+
+#include <cstddef>
+#include <initializer_list>
+#include <limits>
+#include <type_traits>
+
+namespace tracetorch::detail {
+
+/// `T`, spelled so that the compiler treats it as depending on `D`: member access through it is
+/// checked only when a template using it is instantiated.
+template <class T, class D>
+struct dependent_type {
+  using type = T;
+};
+template <class T, class D>
+using dependent_type_t = typename dependent_type<T, D>::type;
+
+/// What field_offset gives for a listed name that is not a member (its own assertion reports it).
+inline constexpr std::size_t kNotAMember = std::numeric_limits<std::size_t>::max();
+
+/// True when the offsets of the listed members grow: the list follows declaration order.
+constexpr bool in_declaration_order(std::initializer_list<std::size_t> offsets) {
+  std::size_t previous = 0;
+  bool first = true;
+  for (const std::size_t offset : offsets) {
+    if (offset == kNotAMember) continue;
+    if (!first && offset <= previous) return false;
+    previous = offset;
+    first = false;
+  }
+  return true;
+}
+
+}  // namespace tracetorch::detail
+
+/// Whether `Type` has a member `field`, without an error when it has not.
+#define TRACETORCH_DETAIL_HAS_MEMBER(Type, field) \
+  (::std::is_invocable_v<decltype([](auto& object) -> decltype((void)object.field) {}), Type&>)
+
+/// The offset of member `field` in `Type`, or kNotAMember. offsetof is conditionally supported
+/// for types that are not standard-layout; GCC and Clang support it and warn, hence the pragmas.
+#define TRACETORCH_DETAIL_FIELD_OFFSET(Type, field)                                           \
+  ([]<class U>(::std::type_identity<U>) constexpr -> ::std::size_t {                          \
+    if constexpr (requires(U& object) { object.field; }) {                                    \
+      _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Winvalid-offsetof\"") \
+      return offsetof(U, field);                                                              \
+      _Pragma("GCC diagnostic pop")                                                           \
+    } else {                                                                                  \
+      return ::tracetorch::detail::kNotAMember;                                               \
+    }                                                                                         \
+  }(::std::type_identity<Type>{}))
+
+#define TRACETORCH_DETAIL_ASSERT_MEMBER(r, data, field)                                                  \
+  static_assert(TRACETORCH_DETAIL_HAS_MEMBER(BOOST_PP_SEQ_ELEM(1, data), field),                         \
+                BOOST_PP_STRINGIZE(BOOST_PP_SEQ_ELEM(0, data)) "(" BOOST_PP_STRINGIZE(                   \
+                    BOOST_PP_SEQ_ELEM(1, data)) ", ...): " BOOST_PP_STRINGIZE(field) " is not a member of the struct");
+
+#define TRACETORCH_DETAIL_OFFSET_ITEM(r, Type, i, field) \
+  BOOST_PP_COMMA_IF(i) TRACETORCH_DETAIL_FIELD_OFFSET(Type, field)
+
+/// The three checks of `Macro(Type, field...)`: each name a member, every field listed (Boost.PFR
+/// counts them), in declaration order (their offsets grow).
+#define TRACETORCH_DETAIL_CHECK_FIELD_LIST(Macro, Type, ...)                                              \
+  BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_ASSERT_MEMBER, (Macro)(Type), BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),                  \
+                #Macro "(" #Type ", ...) must list every field of the struct");                           \
+  static_assert(::tracetorch::detail::in_declaration_order(                                               \
+                    {BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_OFFSET_ITEM, Type, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))}), \
+                #Macro "(" #Type ", ...) must list the fields in declaration order")
+// ---- end tracetorch/detail/module/field_list.hpp ----
+
 namespace tracetorch {
 
 class ConfigFile {
@@ -6533,7 +8393,113 @@ class ConfigFile {
   boost::json::object object_;
 };
 
+/// What reading a config found besides its fields.
+struct ConfigReport {
+  /// The file's keys that no field takes, full ("vision_config.projection_dim"), in the file's
+  /// order: upstream keys the port does not read (`sliding_window`, `layer_types`), or typos.
+  std::vector<std::string> unknown_keys;
+
+  /// "config.json: 2 keys no field takes: sliding_window, layer_types", or "" when none.
+  std::string describe(std::string_view file = "config.json") const {
+    if (unknown_keys.empty()) return "";
+    std::string text = std::string(file) + ": " + std::to_string(unknown_keys.size()) +
+                       (unknown_keys.size() == 1 ? " key" : " keys") + " no field takes: ";
+    for (std::size_t i = 0; i < unknown_keys.size(); ++i) text += (i == 0 ? "" : ", ") + unknown_keys[i];
+    return text;
+  }
+};
+
+/// How read_config treats keys no field takes.
+struct ConfigReadOptions {
+  /// Throw Error (ConfigReport::describe's text) instead of reporting them.
+  bool refuse_unknown_keys = false;
+  /// Full keys the port leaves unread on purpose: neither reported nor refused.
+  std::vector<std::string> ignored_keys = {};
+};
+
+/// Calls `config.validate(where)` where the struct has it (`void validate(const std::string&)
+/// const`), nested config structs first: the hook read_config and load_config run.
+template <class Config>
+void validate_config(const Config& config, const std::string& where) {
+  tracetorch_config(config, [&](std::string_view name, const auto& field) {
+    using F = std::remove_cvref_t<decltype(field)>;
+    if constexpr (detail::is_config_struct<F>) validate_config(field, where + ": " + std::string(name));
+  });
+  if constexpr (requires { config.validate(where); }) config.validate(where);
+}
+
+/// Reads every field TRACETORCH_CONFIG lists from `file` into `config`: an absent key keeps the
+/// default, a nested object fills a nested config struct; a wrong type or range throws Error
+/// naming the file and the full key (`config.json: "vision_config.hidden_size" must be an
+/// integer`) and leaves `config` unchanged. Then runs the validate hook.
+template <detail::is_config_struct Config>
+ConfigReport read_config(const ConfigFile& file, Config& config, const ConfigReadOptions& options = {}) {
+  ConfigReport report;
+  detail::ConfigReadState state{file.name(), report.unknown_keys};
+  Config read = config;
+  detail::read_config_object(file.object(), read, "", state);
+  std::erase_if(report.unknown_keys, [&](const std::string& key) {
+    return std::find(options.ignored_keys.begin(), options.ignored_keys.end(), key) != options.ignored_keys.end();
+  });
+  if (options.refuse_unknown_keys && !report.unknown_keys.empty()) throw Error("tracetorch: " + report.describe(file.name()));
+  validate_config(read, file.name());
+  config = std::move(read);
+  return report;
+}
+
+/// A `Config` with its defaults, then read_config from `path` (bounded; a FIFO refused unread).
+/// The unknown keys go to `report` when given.
+template <detail::is_config_struct Config>
+Config load_config(const std::filesystem::path& path, ConfigReport* report = nullptr, const ConfigReadOptions& options = {}) {
+  Config config;
+  ConfigReport found = read_config(ConfigFile(path), config, options);
+  if (report != nullptr) *report = std::move(found);
+  return config;
+}
+
+/// The config as a transformers config.json holds it: every listed field, nested structs as
+/// objects, nullopt as null. `ConfigFile(serialize(config_to_json(c)), ...)` reads back `c`.
+template <detail::is_config_struct Config>
+boost::json::object config_to_json(const Config& config) {
+  return detail::config_to_json_object(config);
+}
+
+/// Sets the field at `key` ("num_hidden_layers", "vision_config.hidden_size",
+/// "rope_scaling.factor" in a map) from `literal`, a Python literal or JSON ("32", "True",
+/// "None", "'gelu'", "[1, 2]", "{'factor': 8.0}"), converted as a config.json value would be.
+/// An unknown key or a wrong type throws Error naming the key, the config unchanged. Run
+/// validate_config afterwards where the port has a validate hook.
+template <detail::is_config_struct Config>
+void set_config_field(Config& config, std::string_view key, std::string_view literal) {
+  const boost::json::value value = detail::parse_python_literal(literal);
+  const std::string where = "set_config_field";
+  std::vector<std::string> unused;
+  detail::ConfigReadState state{where, unused};
+  Config changed = config;
+  detail::set_config_field_at(changed, key, value, std::string(key), state);
+  config = std::move(changed);
+}
+
 }  // namespace tracetorch
+
+/// Declares a config struct's fields, after the struct in its namespace, in the manner of
+/// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
+/// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
+/// not, every field in order). Checked at compile time, one readable error each: a name that is
+/// not a member, a field left out, fields out of declaration order. (Boost.PFR >= 1.84 can name
+/// fields itself, `boost::pfr::names_as_array`; Debian 12 has 1.81, so the names are listed.)
+#define TRACETORCH_CONFIG(Type, ...)                                                                   \
+  template <class Self, class Visitor>                                                                 \
+    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
+  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_CONFIG_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  }                                                                                                    \
+  TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_CONFIG, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_VISIT_CONFIG_FIELD(r, value, field)                     \
+  if constexpr (requires { value.field; }) {                                      \
+    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
+  }
 // ---- end tracetorch/config_file.hpp ----
 // ---- begin tracetorch/debugger.hpp ----
 /// \file
@@ -6810,284 +8776,6 @@ class ForwardArena final : public std::pmr::memory_resource {
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/repr/float_repr.hpp ----
-/// \file
-/// Python's repr(float), without LibTorch: the JSON writer and the tensor repr both need it,
-/// and the JSON writer must build where LibTorch is absent (the text-only tools, the fuzzers).
-
-#include <charconv>
-#include <cmath>
-#include <cstddef>
-#include <string>
-#include <string_view>
-
-namespace tracetorch::detail {
-
-/// Lays out shortest round-trip `digits` (no sign, no point) with `decpt` digits before the
-/// decimal point, as CPython's float_repr does in fixed-point form: "0.0001", "3.0", "12.5".
-inline void append_fixed_point(std::string& out, std::string_view digits, int decpt) {
-  const int ndigits = static_cast<int>(digits.size());
-  if (decpt <= 0) {
-    out += "0.";
-    out.append(static_cast<std::size_t>(-decpt), '0');
-    out += digits;
-  } else if (decpt >= ndigits) {
-    out += digits;
-    out.append(static_cast<std::size_t>(decpt - ndigits), '0');
-    out += ".0";
-  } else {
-    out.append(digits.substr(0, static_cast<std::size_t>(decpt)));
-    out += '.';
-    out.append(digits.substr(static_cast<std::size_t>(decpt)));
-  }
-}
-
-/// repr(float): the shortest text that reads back as `v`, fixed-point while the decimal
-/// exponent is in [-4, 16), otherwise exponent form ('1e-06', '0.0001', '3.0', '1e+16').
-inline std::string python_float_repr(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
-  // Shortest round-trip digits, as CPython's dtoa mode 0 picks them.
-  char buf[64];
-  const auto end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific).ptr;
-  const std::string_view sci(buf, static_cast<std::size_t>(end - buf));
-  const auto e_pos = sci.find('e');
-  int exponent = 0;
-  std::from_chars(sci.data() + e_pos + (sci[e_pos + 1] == '+' ? 2 : 1), sci.data() + sci.size(), exponent);
-  const int decpt = exponent + 1;  // digits before the decimal point
-  if (decpt <= -4 || decpt > 16) return std::string(sci);  // same spelling as CPython: 1.5e+300
-
-  std::string out;
-  std::string digits;
-  for (std::size_t i = 0; i < e_pos; ++i) {
-    const char c = sci[i];
-    if (c == '-') out += '-';
-    else if (c != '.') digits += c;
-  }
-  append_fixed_point(out, digits, decpt);
-  return out;
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/repr/float_repr.hpp ----
-// ---- begin tracetorch/detail/repr/string_repr.hpp ----
-/// \file
-/// Python's repr(str) of UTF-8 text, without LibTorch (undecodable bytes as surrogateescape
-/// reads them, printability from text/printable.hpp).
-
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-
-// ---- begin tracetorch/detail/text/printable.hpp ----
-/// \file
-/// Which code points Python's str.isprintable() accepts (repr() escapes the others), as a
-/// table generated from CPython's unicodedata; no LibTorch.
-
-#include <algorithm>
-#include <cstdint>
-#include <iterator>
-
-namespace tracetorch::detail {
-
-// Code points >= 0x80 for which CPython's str.isprintable() is false (Unicode 14.0, as in
-// Python 3.11: categories Cc, Cf, Cs, Co, Cn, Zl, Zp and Zs other than space), as inclusive
-// ranges, generated from unicodedata. repr() escapes these.
-inline constexpr std::uint32_t kNonPrintable[][2] = {
-    {0x80,0xa0}, {0xad,0xad}, {0x378,0x379}, {0x380,0x383}, {0x38b,0x38b}, {0x38d,0x38d},
-    {0x3a2,0x3a2}, {0x530,0x530}, {0x557,0x558}, {0x58b,0x58c}, {0x590,0x590}, {0x5c8,0x5cf},
-    {0x5eb,0x5ee}, {0x5f5,0x605}, {0x61c,0x61c}, {0x6dd,0x6dd}, {0x70e,0x70f}, {0x74b,0x74c},
-    {0x7b2,0x7bf}, {0x7fb,0x7fc}, {0x82e,0x82f}, {0x83f,0x83f}, {0x85c,0x85d}, {0x85f,0x85f},
-    {0x86b,0x86f}, {0x88f,0x897}, {0x8e2,0x8e2}, {0x984,0x984}, {0x98d,0x98e}, {0x991,0x992},
-    {0x9a9,0x9a9}, {0x9b1,0x9b1}, {0x9b3,0x9b5}, {0x9ba,0x9bb}, {0x9c5,0x9c6}, {0x9c9,0x9ca},
-    {0x9cf,0x9d6}, {0x9d8,0x9db}, {0x9de,0x9de}, {0x9e4,0x9e5}, {0x9ff,0xa00}, {0xa04,0xa04},
-    {0xa0b,0xa0e}, {0xa11,0xa12}, {0xa29,0xa29}, {0xa31,0xa31}, {0xa34,0xa34}, {0xa37,0xa37},
-    {0xa3a,0xa3b}, {0xa3d,0xa3d}, {0xa43,0xa46}, {0xa49,0xa4a}, {0xa4e,0xa50}, {0xa52,0xa58},
-    {0xa5d,0xa5d}, {0xa5f,0xa65}, {0xa77,0xa80}, {0xa84,0xa84}, {0xa8e,0xa8e}, {0xa92,0xa92},
-    {0xaa9,0xaa9}, {0xab1,0xab1}, {0xab4,0xab4}, {0xaba,0xabb}, {0xac6,0xac6}, {0xaca,0xaca},
-    {0xace,0xacf}, {0xad1,0xadf}, {0xae4,0xae5}, {0xaf2,0xaf8}, {0xb00,0xb00}, {0xb04,0xb04},
-    {0xb0d,0xb0e}, {0xb11,0xb12}, {0xb29,0xb29}, {0xb31,0xb31}, {0xb34,0xb34}, {0xb3a,0xb3b},
-    {0xb45,0xb46}, {0xb49,0xb4a}, {0xb4e,0xb54}, {0xb58,0xb5b}, {0xb5e,0xb5e}, {0xb64,0xb65},
-    {0xb78,0xb81}, {0xb84,0xb84}, {0xb8b,0xb8d}, {0xb91,0xb91}, {0xb96,0xb98}, {0xb9b,0xb9b},
-    {0xb9d,0xb9d}, {0xba0,0xba2}, {0xba5,0xba7}, {0xbab,0xbad}, {0xbba,0xbbd}, {0xbc3,0xbc5},
-    {0xbc9,0xbc9}, {0xbce,0xbcf}, {0xbd1,0xbd6}, {0xbd8,0xbe5}, {0xbfb,0xbff}, {0xc0d,0xc0d},
-    {0xc11,0xc11}, {0xc29,0xc29}, {0xc3a,0xc3b}, {0xc45,0xc45}, {0xc49,0xc49}, {0xc4e,0xc54},
-    {0xc57,0xc57}, {0xc5b,0xc5c}, {0xc5e,0xc5f}, {0xc64,0xc65}, {0xc70,0xc76}, {0xc8d,0xc8d},
-    {0xc91,0xc91}, {0xca9,0xca9}, {0xcb4,0xcb4}, {0xcba,0xcbb}, {0xcc5,0xcc5}, {0xcc9,0xcc9},
-    {0xcce,0xcd4}, {0xcd7,0xcdc}, {0xcdf,0xcdf}, {0xce4,0xce5}, {0xcf0,0xcf0}, {0xcf3,0xcff},
-    {0xd0d,0xd0d}, {0xd11,0xd11}, {0xd45,0xd45}, {0xd49,0xd49}, {0xd50,0xd53}, {0xd64,0xd65},
-    {0xd80,0xd80}, {0xd84,0xd84}, {0xd97,0xd99}, {0xdb2,0xdb2}, {0xdbc,0xdbc}, {0xdbe,0xdbf},
-    {0xdc7,0xdc9}, {0xdcb,0xdce}, {0xdd5,0xdd5}, {0xdd7,0xdd7}, {0xde0,0xde5}, {0xdf0,0xdf1},
-    {0xdf5,0xe00}, {0xe3b,0xe3e}, {0xe5c,0xe80}, {0xe83,0xe83}, {0xe85,0xe85}, {0xe8b,0xe8b},
-    {0xea4,0xea4}, {0xea6,0xea6}, {0xebe,0xebf}, {0xec5,0xec5}, {0xec7,0xec7}, {0xece,0xecf},
-    {0xeda,0xedb}, {0xee0,0xeff}, {0xf48,0xf48}, {0xf6d,0xf70}, {0xf98,0xf98}, {0xfbd,0xfbd},
-    {0xfcd,0xfcd}, {0xfdb,0xfff}, {0x10c6,0x10c6}, {0x10c8,0x10cc}, {0x10ce,0x10cf}, {0x1249,0x1249},
-    {0x124e,0x124f}, {0x1257,0x1257}, {0x1259,0x1259}, {0x125e,0x125f}, {0x1289,0x1289},
-    {0x128e,0x128f}, {0x12b1,0x12b1}, {0x12b6,0x12b7}, {0x12bf,0x12bf}, {0x12c1,0x12c1},
-    {0x12c6,0x12c7}, {0x12d7,0x12d7}, {0x1311,0x1311}, {0x1316,0x1317}, {0x135b,0x135c},
-    {0x137d,0x137f}, {0x139a,0x139f}, {0x13f6,0x13f7}, {0x13fe,0x13ff}, {0x1680,0x1680},
-    {0x169d,0x169f}, {0x16f9,0x16ff}, {0x1716,0x171e}, {0x1737,0x173f}, {0x1754,0x175f},
-    {0x176d,0x176d}, {0x1771,0x1771}, {0x1774,0x177f}, {0x17de,0x17df}, {0x17ea,0x17ef},
-    {0x17fa,0x17ff}, {0x180e,0x180e}, {0x181a,0x181f}, {0x1879,0x187f}, {0x18ab,0x18af},
-    {0x18f6,0x18ff}, {0x191f,0x191f}, {0x192c,0x192f}, {0x193c,0x193f}, {0x1941,0x1943},
-    {0x196e,0x196f}, {0x1975,0x197f}, {0x19ac,0x19af}, {0x19ca,0x19cf}, {0x19db,0x19dd},
-    {0x1a1c,0x1a1d}, {0x1a5f,0x1a5f}, {0x1a7d,0x1a7e}, {0x1a8a,0x1a8f}, {0x1a9a,0x1a9f},
-    {0x1aae,0x1aaf}, {0x1acf,0x1aff}, {0x1b4d,0x1b4f}, {0x1b7f,0x1b7f}, {0x1bf4,0x1bfb},
-    {0x1c38,0x1c3a}, {0x1c4a,0x1c4c}, {0x1c89,0x1c8f}, {0x1cbb,0x1cbc}, {0x1cc8,0x1ccf},
-    {0x1cfb,0x1cff}, {0x1f16,0x1f17}, {0x1f1e,0x1f1f}, {0x1f46,0x1f47}, {0x1f4e,0x1f4f},
-    {0x1f58,0x1f58}, {0x1f5a,0x1f5a}, {0x1f5c,0x1f5c}, {0x1f5e,0x1f5e}, {0x1f7e,0x1f7f},
-    {0x1fb5,0x1fb5}, {0x1fc5,0x1fc5}, {0x1fd4,0x1fd5}, {0x1fdc,0x1fdc}, {0x1ff0,0x1ff1},
-    {0x1ff5,0x1ff5}, {0x1fff,0x200f}, {0x2028,0x202f}, {0x205f,0x206f}, {0x2072,0x2073},
-    {0x208f,0x208f}, {0x209d,0x209f}, {0x20c1,0x20cf}, {0x20f1,0x20ff}, {0x218c,0x218f},
-    {0x2427,0x243f}, {0x244b,0x245f}, {0x2b74,0x2b75}, {0x2b96,0x2b96}, {0x2cf4,0x2cf8},
-    {0x2d26,0x2d26}, {0x2d28,0x2d2c}, {0x2d2e,0x2d2f}, {0x2d68,0x2d6e}, {0x2d71,0x2d7e},
-    {0x2d97,0x2d9f}, {0x2da7,0x2da7}, {0x2daf,0x2daf}, {0x2db7,0x2db7}, {0x2dbf,0x2dbf},
-    {0x2dc7,0x2dc7}, {0x2dcf,0x2dcf}, {0x2dd7,0x2dd7}, {0x2ddf,0x2ddf}, {0x2e5e,0x2e7f},
-    {0x2e9a,0x2e9a}, {0x2ef4,0x2eff}, {0x2fd6,0x2fef}, {0x2ffc,0x3000}, {0x3040,0x3040},
-    {0x3097,0x3098}, {0x3100,0x3104}, {0x3130,0x3130}, {0x318f,0x318f}, {0x31e4,0x31ef},
-    {0x321f,0x321f}, {0xa48d,0xa48f}, {0xa4c7,0xa4cf}, {0xa62c,0xa63f}, {0xa6f8,0xa6ff},
-    {0xa7cb,0xa7cf}, {0xa7d2,0xa7d2}, {0xa7d4,0xa7d4}, {0xa7da,0xa7f1}, {0xa82d,0xa82f},
-    {0xa83a,0xa83f}, {0xa878,0xa87f}, {0xa8c6,0xa8cd}, {0xa8da,0xa8df}, {0xa954,0xa95e},
-    {0xa97d,0xa97f}, {0xa9ce,0xa9ce}, {0xa9da,0xa9dd}, {0xa9ff,0xa9ff}, {0xaa37,0xaa3f},
-    {0xaa4e,0xaa4f}, {0xaa5a,0xaa5b}, {0xaac3,0xaada}, {0xaaf7,0xab00}, {0xab07,0xab08},
-    {0xab0f,0xab10}, {0xab17,0xab1f}, {0xab27,0xab27}, {0xab2f,0xab2f}, {0xab6c,0xab6f},
-    {0xabee,0xabef}, {0xabfa,0xabff}, {0xd7a4,0xd7af}, {0xd7c7,0xd7ca}, {0xd7fc,0xf8ff},
-    {0xfa6e,0xfa6f}, {0xfada,0xfaff}, {0xfb07,0xfb12}, {0xfb18,0xfb1c}, {0xfb37,0xfb37},
-    {0xfb3d,0xfb3d}, {0xfb3f,0xfb3f}, {0xfb42,0xfb42}, {0xfb45,0xfb45}, {0xfbc3,0xfbd2},
-    {0xfd90,0xfd91}, {0xfdc8,0xfdce}, {0xfdd0,0xfdef}, {0xfe1a,0xfe1f}, {0xfe53,0xfe53},
-    {0xfe67,0xfe67}, {0xfe6c,0xfe6f}, {0xfe75,0xfe75}, {0xfefd,0xff00}, {0xffbf,0xffc1},
-    {0xffc8,0xffc9}, {0xffd0,0xffd1}, {0xffd8,0xffd9}, {0xffdd,0xffdf}, {0xffe7,0xffe7},
-    {0xffef,0xfffb}, {0xfffe,0xffff}, {0x1000c,0x1000c}, {0x10027,0x10027}, {0x1003b,0x1003b},
-    {0x1003e,0x1003e}, {0x1004e,0x1004f}, {0x1005e,0x1007f}, {0x100fb,0x100ff}, {0x10103,0x10106},
-    {0x10134,0x10136}, {0x1018f,0x1018f}, {0x1019d,0x1019f}, {0x101a1,0x101cf}, {0x101fe,0x1027f},
-    {0x1029d,0x1029f}, {0x102d1,0x102df}, {0x102fc,0x102ff}, {0x10324,0x1032c}, {0x1034b,0x1034f},
-    {0x1037b,0x1037f}, {0x1039e,0x1039e}, {0x103c4,0x103c7}, {0x103d6,0x103ff}, {0x1049e,0x1049f},
-    {0x104aa,0x104af}, {0x104d4,0x104d7}, {0x104fc,0x104ff}, {0x10528,0x1052f}, {0x10564,0x1056e},
-    {0x1057b,0x1057b}, {0x1058b,0x1058b}, {0x10593,0x10593}, {0x10596,0x10596}, {0x105a2,0x105a2},
-    {0x105b2,0x105b2}, {0x105ba,0x105ba}, {0x105bd,0x105ff}, {0x10737,0x1073f}, {0x10756,0x1075f},
-    {0x10768,0x1077f}, {0x10786,0x10786}, {0x107b1,0x107b1}, {0x107bb,0x107ff}, {0x10806,0x10807},
-    {0x10809,0x10809}, {0x10836,0x10836}, {0x10839,0x1083b}, {0x1083d,0x1083e}, {0x10856,0x10856},
-    {0x1089f,0x108a6}, {0x108b0,0x108df}, {0x108f3,0x108f3}, {0x108f6,0x108fa}, {0x1091c,0x1091e},
-    {0x1093a,0x1093e}, {0x10940,0x1097f}, {0x109b8,0x109bb}, {0x109d0,0x109d1}, {0x10a04,0x10a04},
-    {0x10a07,0x10a0b}, {0x10a14,0x10a14}, {0x10a18,0x10a18}, {0x10a36,0x10a37}, {0x10a3b,0x10a3e},
-    {0x10a49,0x10a4f}, {0x10a59,0x10a5f}, {0x10aa0,0x10abf}, {0x10ae7,0x10aea}, {0x10af7,0x10aff},
-    {0x10b36,0x10b38}, {0x10b56,0x10b57}, {0x10b73,0x10b77}, {0x10b92,0x10b98}, {0x10b9d,0x10ba8},
-    {0x10bb0,0x10bff}, {0x10c49,0x10c7f}, {0x10cb3,0x10cbf}, {0x10cf3,0x10cf9}, {0x10d28,0x10d2f},
-    {0x10d3a,0x10e5f}, {0x10e7f,0x10e7f}, {0x10eaa,0x10eaa}, {0x10eae,0x10eaf}, {0x10eb2,0x10eff},
-    {0x10f28,0x10f2f}, {0x10f5a,0x10f6f}, {0x10f8a,0x10faf}, {0x10fcc,0x10fdf}, {0x10ff7,0x10fff},
-    {0x1104e,0x11051}, {0x11076,0x1107e}, {0x110bd,0x110bd}, {0x110c3,0x110cf}, {0x110e9,0x110ef},
-    {0x110fa,0x110ff}, {0x11135,0x11135}, {0x11148,0x1114f}, {0x11177,0x1117f}, {0x111e0,0x111e0},
-    {0x111f5,0x111ff}, {0x11212,0x11212}, {0x1123f,0x1127f}, {0x11287,0x11287}, {0x11289,0x11289},
-    {0x1128e,0x1128e}, {0x1129e,0x1129e}, {0x112aa,0x112af}, {0x112eb,0x112ef}, {0x112fa,0x112ff},
-    {0x11304,0x11304}, {0x1130d,0x1130e}, {0x11311,0x11312}, {0x11329,0x11329}, {0x11331,0x11331},
-    {0x11334,0x11334}, {0x1133a,0x1133a}, {0x11345,0x11346}, {0x11349,0x1134a}, {0x1134e,0x1134f},
-    {0x11351,0x11356}, {0x11358,0x1135c}, {0x11364,0x11365}, {0x1136d,0x1136f}, {0x11375,0x113ff},
-    {0x1145c,0x1145c}, {0x11462,0x1147f}, {0x114c8,0x114cf}, {0x114da,0x1157f}, {0x115b6,0x115b7},
-    {0x115de,0x115ff}, {0x11645,0x1164f}, {0x1165a,0x1165f}, {0x1166d,0x1167f}, {0x116ba,0x116bf},
-    {0x116ca,0x116ff}, {0x1171b,0x1171c}, {0x1172c,0x1172f}, {0x11747,0x117ff}, {0x1183c,0x1189f},
-    {0x118f3,0x118fe}, {0x11907,0x11908}, {0x1190a,0x1190b}, {0x11914,0x11914}, {0x11917,0x11917},
-    {0x11936,0x11936}, {0x11939,0x1193a}, {0x11947,0x1194f}, {0x1195a,0x1199f}, {0x119a8,0x119a9},
-    {0x119d8,0x119d9}, {0x119e5,0x119ff}, {0x11a48,0x11a4f}, {0x11aa3,0x11aaf}, {0x11af9,0x11bff},
-    {0x11c09,0x11c09}, {0x11c37,0x11c37}, {0x11c46,0x11c4f}, {0x11c6d,0x11c6f}, {0x11c90,0x11c91},
-    {0x11ca8,0x11ca8}, {0x11cb7,0x11cff}, {0x11d07,0x11d07}, {0x11d0a,0x11d0a}, {0x11d37,0x11d39},
-    {0x11d3b,0x11d3b}, {0x11d3e,0x11d3e}, {0x11d48,0x11d4f}, {0x11d5a,0x11d5f}, {0x11d66,0x11d66},
-    {0x11d69,0x11d69}, {0x11d8f,0x11d8f}, {0x11d92,0x11d92}, {0x11d99,0x11d9f}, {0x11daa,0x11edf},
-    {0x11ef9,0x11faf}, {0x11fb1,0x11fbf}, {0x11ff2,0x11ffe}, {0x1239a,0x123ff}, {0x1246f,0x1246f},
-    {0x12475,0x1247f}, {0x12544,0x12f8f}, {0x12ff3,0x12fff}, {0x1342f,0x143ff}, {0x14647,0x167ff},
-    {0x16a39,0x16a3f}, {0x16a5f,0x16a5f}, {0x16a6a,0x16a6d}, {0x16abf,0x16abf}, {0x16aca,0x16acf},
-    {0x16aee,0x16aef}, {0x16af6,0x16aff}, {0x16b46,0x16b4f}, {0x16b5a,0x16b5a}, {0x16b62,0x16b62},
-    {0x16b78,0x16b7c}, {0x16b90,0x16e3f}, {0x16e9b,0x16eff}, {0x16f4b,0x16f4e}, {0x16f88,0x16f8e},
-    {0x16fa0,0x16fdf}, {0x16fe5,0x16fef}, {0x16ff2,0x16fff}, {0x187f8,0x187ff}, {0x18cd6,0x18cff},
-    {0x18d09,0x1afef}, {0x1aff4,0x1aff4}, {0x1affc,0x1affc}, {0x1afff,0x1afff}, {0x1b123,0x1b14f},
-    {0x1b153,0x1b163}, {0x1b168,0x1b16f}, {0x1b2fc,0x1bbff}, {0x1bc6b,0x1bc6f}, {0x1bc7d,0x1bc7f},
-    {0x1bc89,0x1bc8f}, {0x1bc9a,0x1bc9b}, {0x1bca0,0x1ceff}, {0x1cf2e,0x1cf2f}, {0x1cf47,0x1cf4f},
-    {0x1cfc4,0x1cfff}, {0x1d0f6,0x1d0ff}, {0x1d127,0x1d128}, {0x1d173,0x1d17a}, {0x1d1eb,0x1d1ff},
-    {0x1d246,0x1d2df}, {0x1d2f4,0x1d2ff}, {0x1d357,0x1d35f}, {0x1d379,0x1d3ff}, {0x1d455,0x1d455},
-    {0x1d49d,0x1d49d}, {0x1d4a0,0x1d4a1}, {0x1d4a3,0x1d4a4}, {0x1d4a7,0x1d4a8}, {0x1d4ad,0x1d4ad},
-    {0x1d4ba,0x1d4ba}, {0x1d4bc,0x1d4bc}, {0x1d4c4,0x1d4c4}, {0x1d506,0x1d506}, {0x1d50b,0x1d50c},
-    {0x1d515,0x1d515}, {0x1d51d,0x1d51d}, {0x1d53a,0x1d53a}, {0x1d53f,0x1d53f}, {0x1d545,0x1d545},
-    {0x1d547,0x1d549}, {0x1d551,0x1d551}, {0x1d6a6,0x1d6a7}, {0x1d7cc,0x1d7cd}, {0x1da8c,0x1da9a},
-    {0x1daa0,0x1daa0}, {0x1dab0,0x1deff}, {0x1df1f,0x1dfff}, {0x1e007,0x1e007}, {0x1e019,0x1e01a},
-    {0x1e022,0x1e022}, {0x1e025,0x1e025}, {0x1e02b,0x1e0ff}, {0x1e12d,0x1e12f}, {0x1e13e,0x1e13f},
-    {0x1e14a,0x1e14d}, {0x1e150,0x1e28f}, {0x1e2af,0x1e2bf}, {0x1e2fa,0x1e2fe}, {0x1e300,0x1e7df},
-    {0x1e7e7,0x1e7e7}, {0x1e7ec,0x1e7ec}, {0x1e7ef,0x1e7ef}, {0x1e7ff,0x1e7ff}, {0x1e8c5,0x1e8c6},
-    {0x1e8d7,0x1e8ff}, {0x1e94c,0x1e94f}, {0x1e95a,0x1e95d}, {0x1e960,0x1ec70}, {0x1ecb5,0x1ed00},
-    {0x1ed3e,0x1edff}, {0x1ee04,0x1ee04}, {0x1ee20,0x1ee20}, {0x1ee23,0x1ee23}, {0x1ee25,0x1ee26},
-    {0x1ee28,0x1ee28}, {0x1ee33,0x1ee33}, {0x1ee38,0x1ee38}, {0x1ee3a,0x1ee3a}, {0x1ee3c,0x1ee41},
-    {0x1ee43,0x1ee46}, {0x1ee48,0x1ee48}, {0x1ee4a,0x1ee4a}, {0x1ee4c,0x1ee4c}, {0x1ee50,0x1ee50},
-    {0x1ee53,0x1ee53}, {0x1ee55,0x1ee56}, {0x1ee58,0x1ee58}, {0x1ee5a,0x1ee5a}, {0x1ee5c,0x1ee5c},
-    {0x1ee5e,0x1ee5e}, {0x1ee60,0x1ee60}, {0x1ee63,0x1ee63}, {0x1ee65,0x1ee66}, {0x1ee6b,0x1ee6b},
-    {0x1ee73,0x1ee73}, {0x1ee78,0x1ee78}, {0x1ee7d,0x1ee7d}, {0x1ee7f,0x1ee7f}, {0x1ee8a,0x1ee8a},
-    {0x1ee9c,0x1eea0}, {0x1eea4,0x1eea4}, {0x1eeaa,0x1eeaa}, {0x1eebc,0x1eeef}, {0x1eef2,0x1efff},
-    {0x1f02c,0x1f02f}, {0x1f094,0x1f09f}, {0x1f0af,0x1f0b0}, {0x1f0c0,0x1f0c0}, {0x1f0d0,0x1f0d0},
-    {0x1f0f6,0x1f0ff}, {0x1f1ae,0x1f1e5}, {0x1f203,0x1f20f}, {0x1f23c,0x1f23f}, {0x1f249,0x1f24f},
-    {0x1f252,0x1f25f}, {0x1f266,0x1f2ff}, {0x1f6d8,0x1f6dc}, {0x1f6ed,0x1f6ef}, {0x1f6fd,0x1f6ff},
-    {0x1f774,0x1f77f}, {0x1f7d9,0x1f7df}, {0x1f7ec,0x1f7ef}, {0x1f7f1,0x1f7ff}, {0x1f80c,0x1f80f},
-    {0x1f848,0x1f84f}, {0x1f85a,0x1f85f}, {0x1f888,0x1f88f}, {0x1f8ae,0x1f8af}, {0x1f8b2,0x1f8ff},
-    {0x1fa54,0x1fa5f}, {0x1fa6e,0x1fa6f}, {0x1fa75,0x1fa77}, {0x1fa7d,0x1fa7f}, {0x1fa87,0x1fa8f},
-    {0x1faad,0x1faaf}, {0x1fabb,0x1fabf}, {0x1fac6,0x1facf}, {0x1fada,0x1fadf}, {0x1fae8,0x1faef},
-    {0x1faf7,0x1faff}, {0x1fb93,0x1fb93}, {0x1fbcb,0x1fbef}, {0x1fbfa,0x1ffff}, {0x2a6e0,0x2a6ff},
-    {0x2b739,0x2b73f}, {0x2b81e,0x2b81f}, {0x2cea2,0x2ceaf}, {0x2ebe1,0x2f7ff}, {0x2fa1e,0x2ffff},
-    {0x3134b,0xe00ff}, {0xe01f0,0x10ffff},
-};
-
-inline bool python_printable(std::uint32_t code) {
-  if (code < 0x80) return code >= 0x20 && code != 0x7F;
-  const auto* begin = std::begin(kNonPrintable);
-  const auto* end = std::end(kNonPrintable);
-  const auto* it = std::upper_bound(begin, end, code, [](std::uint32_t c, const std::uint32_t(&r)[2]) { return c < r[0]; });
-  return it == begin || code > (*(it - 1))[1];
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/text/printable.hpp ----
-
-namespace tracetorch::detail {
-
-/// `\xhh`, `\uhhhh` or `\Uhhhhhhhh`, the shortest of the three that holds `code`.
-inline void append_python_hex_escape(std::string& out, std::uint32_t code) {
-  static constexpr char hex[] = "0123456789abcdef";
-  const int digits = code <= 0xFF ? 2 : code <= 0xFFFF ? 4 : 8;
-  out += '\\';
-  out += digits == 2 ? 'x' : digits == 4 ? 'u' : 'U';
-  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(code >> shift) & 0xF];
-}
-
-/// repr(str): single quotes unless the text has ' and no ", backslash escapes for the quote,
-/// \\, \t, \n, \r, and hex escapes for what Python deems unprintable; printable non-ASCII is
-/// kept as is.
-inline std::string python_string_repr(std::string_view text) {
-  const bool has_single = text.find('\'') != std::string_view::npos;
-  const bool has_double = text.find('"') != std::string_view::npos;
-  const char quote = has_single && !has_double ? '"' : '\'';
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += quote;
-  for (std::size_t i = 0; i < text.size();) {
-    const std::uint32_t code = next_code_point(text, i);
-    if (code == static_cast<unsigned char>(quote) || code == '\\') {
-      out += '\\';
-      out += static_cast<char>(code);
-    } else if (code == '\t') {
-      out += "\\t";
-    } else if (code == '\n') {
-      out += "\\n";
-    } else if (code == '\r') {
-      out += "\\r";
-    } else if (python_printable(code)) {
-      append_utf8(out, code);
-    } else {
-      append_python_hex_escape(out, code);
-    }
-  }
-  out += quote;
-  return out;
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/repr/string_repr.hpp ----
 // ---- begin tracetorch/detail/repr/torch_names.hpp ----
 /// \file
 /// How Python spells torch's small values: str(dtype), str(shape), str(tuple(shape)), layouts
@@ -10218,62 +11906,12 @@ inline void run_debug_io(torch::nn::Module& root, std::string_view root_name, co
 ///
 /// How the fields are visited (a Keyword only when passed) is detail/module/keyword_fields.hpp.
 
-#include <boost/pfr/core.hpp>
-#include <boost/preprocessor/seq/for_each.hpp>
-#include <boost/preprocessor/variadic/size.hpp>
-#include <boost/preprocessor/variadic/to_seq.hpp>
 
 #include <cstddef>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
-// ---- begin tracetorch/detail/module/keyword_fields.hpp ----
-/// \file
-/// How a keyword struct's fields are visited (tracetorch/keywords.hpp's TRACETORCH_KEYWORDS): a
-/// Keyword only when the caller passed it, None as `nullptr`, an optional only when engaged.
-
-#include <boost/preprocessor/stringize.hpp>
-
-#include <string_view>
-
-namespace tracetorch {
-
-template <class T>
-class Keyword;  // tracetorch/keywords.hpp
-
-namespace detail {
-
-template <class T>
-inline constexpr bool is_keyword_v = false;
-template <class T>
-inline constexpr bool is_keyword_v<Keyword<T>> = true;
-
-/// Calls `visit(name, value)` for a field that counts as passed: a Keyword the caller passed (None
-/// as `nullptr`), an engaged optional, or any other field.
-template <class Visit, class Field>
-void visit_keyword_field(Visit& visit, std::string_view name, const Field& field) {
-  if constexpr (is_keyword_v<Field>) {
-    if (!field.passed()) return;
-    if (field.is_none()) {
-      visit(name, nullptr);
-    } else {
-      visit(name, field.value());
-    }
-  } else if constexpr (requires { field.has_value(); typename Field::value_type; }) {
-    if (field.has_value()) visit(name, *field);
-  } else {
-    visit(name, field);
-  }
-}
-
-}  // namespace detail
-}  // namespace tracetorch
-
-/// One field of TRACETORCH_KEYWORDS, for BOOST_PP_SEQ_FOR_EACH.
-#define TRACETORCH_DETAIL_VISIT_KEYWORD(r, value, field) \
-  ::tracetorch::detail::visit_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field);
-// ---- end tracetorch/detail/module/keyword_fields.hpp ----
 
 namespace tracetorch {
 
@@ -10326,6 +11964,18 @@ class Keyword {
   Keyword(const std::optional<U>& value)  // NOLINT: implicit by design
       : value_(value ? T(*value) : T{}), passed_(true), has_value_(value.has_value()) {}
 
+  /// Handed on as it came, Python's `**kwargs`: `.x = kw.x` keeps "not passed", None and the
+  /// value (and the default, for a keyword not passed), for any `T`; from a `Keyword<U>` whose
+  /// value converts to `T` as well.
+  template <class U>
+    requires(!std::is_same_v<U, T> && std::is_constructible_v<T, const U&>)
+  Keyword(const Keyword<U>& other)  // NOLINT: implicit by design
+      : value_(other.value()), passed_(other.passed()), has_value_(other.has_value()) {}
+
+  /// Handed on as Python's `f(x=x)` does: always passed, None where there is no value (neither
+  /// passed nor defaulted, or passed as None): `.x = kw.x.or_none()`.
+  std::optional<T> or_none() const { return has_value_ ? std::optional<T>(value_) : std::nullopt; }
+
   /// True when the caller passed this keyword (None included).
   bool passed() const noexcept { return passed_; }
   /// True when the caller passed None.
@@ -10363,14 +12013,38 @@ class Keyword {
 
 /// Declares a keyword struct's fields, in declaration order, after the struct (in its namespace):
 /// a trace then shows the struct, passed to a forward, as Python keyword arguments.
+///
+/// It defines two overloads, found by argument-dependent lookup:
+/// - `tracetorch_keywords(const Type&, visit)`: `visit(name, value)` for each keyword the caller
+///   passed, in order (None as `nullptr`); this is what a trace records.
+/// - `tracetorch_keywords(Type&, visit)`: `visit(std::string_view name, Field& field)` for every
+///   listed field, in order, passed or not, with the field itself (a `Keyword<T>&`), so that code
+///   can set or hand on fields by name:
+/// \code
+/// DecoderLayerKeywords kw;
+/// tracetorch_keywords(kw, [](std::string_view name, auto& field) {
+///   if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, tracetorch::Keyword<bool>>) {
+///     if (name == "use_cache") field = true;  // now passed, as `use_cache=True`
+///   }
+/// });
+/// \endcode
+/// A const object (as a forward receives it) always selects the first overload.
+///
+/// The list is checked at compile time, one readable error each: a name that is not a member, a
+/// field left out, fields out of declaration order ("TRACETORCH_KEYWORDS(S, ...) must list the
+/// fields in declaration order": the recorded order would silently differ from the call's).
 #define TRACETORCH_KEYWORDS(Type, ...)                                                               \
   template <class Visitor>                                                                           \
-  void tracetorch_keywords(const Type& value, Visitor&& visit) {                                     \
-    static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),          \
-                  "TRACETORCH_KEYWORDS(" #Type ", ...) must list every field of the struct");        \
+  void tracetorch_keywords(const Type& object, Visitor&& visit) {                                    \
+    const ::tracetorch::detail::dependent_type_t<Type, Visitor>& value = object;                     \
     BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
   }                                                                                                  \
-  static_assert(true)
+  template <class Visitor>                                                                           \
+  void tracetorch_keywords(Type& object, Visitor&& visit) {                                          \
+    ::tracetorch::detail::dependent_type_t<Type, Visitor>& value = object;                           \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  }                                                                                                  \
+  TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_KEYWORDS, Type, __VA_ARGS__)
 // ---- end tracetorch/keywords.hpp ----
 // ---- begin tracetorch/nn.hpp ----
 /// \file
@@ -10392,6 +12066,7 @@ class Keyword {
 /// \code
 /// torch::nn::AnyModule act = tracetorch::nn::get_activation("gelu_new");  // ACT2FN["gelu_new"]
 /// register_module("act", act.ptr());                                    // a NewGELUActivation
+/// act = tracetorch::nn::register_activation(*this, "act", "gelu_new");  // the same, in one line
 /// torch::Tensor y = act.forward(x);
 /// \endcode
 ///
@@ -10686,6 +12361,15 @@ AnyModule get_activation(std::string_view name) {
               known + "]");
 }
 
+/// get_activation and register_module in one line: `act = tracetorch::nn::register_activation(*this,
+/// "act", config.activation_function);` registers ACT2FN[name] under `name` and returns it.
+template <class AnyModule = torch::nn::AnyModule>
+AnyModule register_activation(torch::nn::Module& parent, const std::string& name, std::string_view activation) {
+  AnyModule act = get_activation<AnyModule>(activation);
+  parent.register_module(name, act.ptr());
+  return act;
+}
+
 }  // namespace tracetorch::nn
 // ---- end tracetorch/nn/activations.hpp ----
 // ---- begin tracetorch/nn/conv1d.hpp ----
@@ -10836,7 +12520,13 @@ NonFiniteScope find_nonfinite(torch::nn::ModuleHolder<ModuleType>& model) {
 /// reads Python's `re` syntax (`(?i)`, `(?P<name>...)`, `\d`) except lookaround and
 /// backreferences, and matches in linear time; links -lre2.
 ///
-/// `replacement<T>()`, `find_patch_replacement`, `patch_output_recorders` and
+/// The registry also builds: a submodule declared `tracetorch::Replaceable<Experts>` and built
+/// with `register_replaceable<Experts>(*this, "experts", config)` is the replacement registered
+/// for "Experts" (`replacement<FusedExperts, Config>()`: built from the same arguments, called
+/// with the same forward), else Experts itself. `clear_patch_mapping()` empties the registry.
+///
+/// `replacement<T, Args...>()`, `find_patch_replacement`, `clear_patch_mapping`, `Replaceable`,
+/// `make_replaceable`, `register_replaceable`, `patch_output_recorders` and
 /// `unpatch_output_recorders` are defined in detail/capture/patch_api.hpp, which capture.hpp
 /// includes too: model code gets them without RE2's header. Registering needs this header.
 ///
