@@ -2309,8 +2309,9 @@ inline std::string join_names(const std::vector<std::string>& names) {
   return out;
 }
 
-/// OutputOptions' keywords by name. Its `output_<key>` flags are compile-time keys and a list of
-/// hidden-state positions needs `tracetorch::layers`: neither is settable here.
+/// OutputOptions' keywords by name, recorded in the order they are set (`call_order`, as Python's
+/// kwargs dict), `output_<key>` for a declared record key's flag. A list of hidden-state positions
+/// needs `tracetorch::layers`: not settable here.
 template <class Options>
 bool assign_output_option(Options& options, std::string_view name, const PythonValue& value, RebuildContext& context) {
   const std::string where(name);
@@ -2319,15 +2320,28 @@ bool assign_output_option(Options& options, std::string_view name, const PythonV
     bool all = false;
     set(all);
     options.output_hidden_states = all;
-    return true;
+  } else if (name == "output_attentions") {
+    set(options.output_attentions);
+  } else if (name == "use_cache") {
+    set(options.use_cache);
+  } else if (name == "return_dict") {
+    set(options.return_dict);
+  } else if (name == "debug_io") {
+    set(options.debug_io);
+  } else if (name == "debug_io_dir") {
+    set(options.debug_io_dir);
+  } else if (name == "prune_layers") {
+    set(options.prune_layers);
+  } else if (name.starts_with("output_")) {  // output_router_logits: a record key known at run time
+    using Flag = typename decltype(options.output)::value_type;
+    bool flag = false;
+    set(flag);
+    options.output.push_back(Flag{decltype(Flag::key)::named(name.substr(7)), flag});
+  } else {
+    return false;
   }
-  if (name == "output_attentions") return set(options.output_attentions), true;
-  if (name == "use_cache") return set(options.use_cache), true;
-  if (name == "return_dict") return set(options.return_dict), true;
-  if (name == "debug_io") return set(options.debug_io), true;
-  if (name == "debug_io_dir") return set(options.debug_io_dir), true;
-  if (name == "prune_layers") return set(options.prune_layers), true;
-  return false;
+  if constexpr (requires { options.call_order; }) options.call_order.emplace_back(name);
+  return true;
 }
 
 /// Whether `pack` declares `name`; sets it from `value` when it does (NotRebuildable when the
