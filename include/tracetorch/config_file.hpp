@@ -212,7 +212,7 @@ boost::json::object config_to_json(const Config& config) {
 /// validate_config afterwards where the port has a validate hook.
 template <detail::is_config_struct Config>
 void set_config_field(Config& config, std::string_view key, std::string_view literal) {
-  const boost::json::value value = detail::parse_python_literal(literal);
+  const boost::json::value value = detail::parse_python_literal_as_json(literal);
   const std::string where = "set_config_field";
   std::vector<std::string> unused;
   detail::ConfigReadState state{where, unused};

@@ -8136,9 +8136,9 @@ void set_config_field_at(T& config, std::string_view key, const boost::json::val
 
 namespace tracetorch::detail {
 
-class PythonLiteralParser {
+class JsonLiteralParser {
  public:
-  explicit PythonLiteralParser(std::string_view text) : text_(text) {}
+  explicit JsonLiteralParser(std::string_view text) : text_(text) {}
 
   boost::json::value parse() {
     boost::json::value value = parse_value();
@@ -8238,7 +8238,7 @@ class PythonLiteralParser {
 };
 
 /// `text` as a JSON value; throws Error naming the literal when it is not one.
-inline boost::json::value parse_python_literal(std::string_view text) { return PythonLiteralParser(text).parse(); }
+inline boost::json::value parse_python_literal_as_json(std::string_view text) { return JsonLiteralParser(text).parse(); }
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/io/python_literal.hpp ----
@@ -8485,7 +8485,7 @@ boost::json::object config_to_json(const Config& config) {
 /// validate_config afterwards where the port has a validate hook.
 template <detail::is_config_struct Config>
 void set_config_field(Config& config, std::string_view key, std::string_view literal) {
-  const boost::json::value value = detail::parse_python_literal(literal);
+  const boost::json::value value = detail::parse_python_literal_as_json(literal);
   const std::string where = "set_config_field";
   std::vector<std::string> unused;
   detail::ConfigReadState state{where, unused};

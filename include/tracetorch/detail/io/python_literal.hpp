@@ -14,9 +14,9 @@
 
 namespace tracetorch::detail {
 
-class PythonLiteralParser {
+class JsonLiteralParser {
  public:
-  explicit PythonLiteralParser(std::string_view text) : text_(text) {}
+  explicit JsonLiteralParser(std::string_view text) : text_(text) {}
 
   boost::json::value parse() {
     boost::json::value value = parse_value();
@@ -116,6 +116,6 @@ class PythonLiteralParser {
 };
 
 /// `text` as a JSON value; throws Error naming the literal when it is not one.
-inline boost::json::value parse_python_literal(std::string_view text) { return PythonLiteralParser(text).parse(); }
+inline boost::json::value parse_python_literal_as_json(std::string_view text) { return JsonLiteralParser(text).parse(); }
 
 }  // namespace tracetorch::detail
