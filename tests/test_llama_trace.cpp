@@ -193,10 +193,11 @@ DOCTEST_TEST_CASE("config sizes that are zero, negative, too large or overflow: 
   expect_refused(with_config(R"({"vocab_size": 18446744073709551615})"), "\"vocab_size\" is 18446744073709551615, too large");
   // hidden_size^2 overflows 64 bits: refused before LibTorch multiplies it.
   expect_refused(with_config(R"({"hidden_size": 4294967296, "num_attention_heads": 1, "num_key_value_heads": 1})"),
-                 "the config's sizes for input ids [4, 30] overflow when multiplied: refused");
+                 (dir / "config.json").string() + ": the config's sizes for input ids [4, 30] overflow when multiplied: refused");
   // Valid, but ~1 TB of weights: more than any test machine has.
-  expect_refused(with_config(R"({"vocab_size": 100000000, "hidden_size": 4096, "num_attention_heads": 32})"),
-                 "GiB: refused");
+  const auto huge = with_config(R"({"vocab_size": 100000000, "hidden_size": 4096, "num_attention_heads": 32})");
+  expect_refused(huge, "GiB: refused");
+  expect_refused(huge, (dir / "config.json").string() + ": the config needs about ");
   expect_refused(with_config(R"({"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
                                   "intermediate_size": 128, "vocab_size": 100})",
                              " --batch 1000000 --seq 1000000"),

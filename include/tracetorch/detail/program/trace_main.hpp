@@ -126,8 +126,12 @@ int run_trace_program(ParsedTraceProgram<Model>& parsed, const TraceProgramSetti
     torch::Tensor input_ids;
     if (args.input_ids) input_ids = read_input_ids(settings.program, *args.input_ids, config_vocab_size(config));
     if (!args.replay) {
-      check_config_fits_in_memory(config, input_ids.defined() ? input_ids.size(0) : args.batch,
-                                  input_ids.defined() ? input_ids.size(1) : args.seq);
+      try {
+        check_config_fits_in_memory(config, input_ids.defined() ? input_ids.size(0) : args.batch,
+                                    input_ids.defined() ? input_ids.size(1) : args.seq);
+      } catch (const Error& e) {  // the refusal names what it refuses: the config file, or the built-in one
+        throw Error((args.config ? args.config->string() : std::string("the built-in config")) + ": " + e.what());
+      }
     }
     Model model = build_model<Model>(config, args, settings, hooks);
     if (args.replay) return hooks.replay(model, args);
