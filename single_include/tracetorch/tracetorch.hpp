@@ -2310,8 +2310,9 @@ inline std::string join_names(const std::vector<std::string>& names) {
 }
 
 /// OutputOptions' keywords by name, recorded in the order they are set (`call_order`, as Python's
-/// kwargs dict), `output_<key>` for a declared record key's flag. A list of hidden-state positions
-/// needs `tracetorch::layers`: not settable here.
+/// kwargs dict). Not settable here: `output_<key>` flags (whether a key is the model's is known
+/// only to its record map, so a misspelling could not be refused) and a list of hidden-state
+/// positions (`tracetorch::layers`).
 template <class Options>
 bool assign_output_option(Options& options, std::string_view name, const PythonValue& value, RebuildContext& context) {
   const std::string where(name);
@@ -2332,11 +2333,6 @@ bool assign_output_option(Options& options, std::string_view name, const PythonV
     set(options.debug_io_dir);
   } else if (name == "prune_layers") {
     set(options.prune_layers);
-  } else if (name.starts_with("output_")) {  // output_router_logits: a record key known at run time
-    using Flag = typename decltype(options.output)::value_type;
-    bool flag = false;
-    set(flag);
-    options.output.push_back(Flag{decltype(Flag::key)::named(name.substr(7)), flag});
   } else {
     return false;
   }
