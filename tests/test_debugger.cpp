@@ -4,6 +4,8 @@
 // test_debugger_tensor_stats.cpp, test_debugger_forward_memory.cpp and test_debugger_bytes.cpp.
 
 #include <doctest/doctest.h>
+
+#include <tracetorch/diff.hpp>
 #include <tracetorch/tracetorch.hpp>
 
 #include "debugger_helpers.hpp"
@@ -303,6 +305,36 @@ DOCTEST_TEST_CASE("a module called twice gives one node per call and distinct te
   DOCTEST_CHECK(calls[1].at("outputs").at("value") == "./Twice.inner_call2_outputs.safetensors");
   DOCTEST_CHECK(torch::equal(tracetorch::safetensors::load_single(dir / "Twice.inner_call2_inputs_args_0.safetensors"),
                              tracetorch::safetensors::load_single(dir / "Twice.inner_outputs.safetensors")));
+}
+
+DOCTEST_TEST_CASE("repeated_call_files = shared: transformers' names, the last call's file wins, and the diff reads it") {
+  struct SharedImpl : torch::nn::Module {
+    SharedImpl() { inner = register_module("inner", tracetorch::nn::Linear(2, 2)); }
+    torch::Tensor forward(torch::Tensor x) { return inner(inner(x)); }
+    tracetorch::nn::Linear inner{nullptr};
+  };
+  TRACETORCH_TRACEABLE_IMPL(Shared, SharedImpl);
+  Shared model;
+  TempDir dir;
+  for (const auto naming : {tracetorch::RepeatedCallFiles::shared, tracetorch::RepeatedCallFiles::numbered}) {
+    const auto where = dir / (naming == tracetorch::RepeatedCallFiles::shared ? "shared" : "numbered");
+    auto guard = tracetorch::model_addition_debugger(model, {.debug_path = where, .use_repr = false, .repeated_call_files = naming});
+    model(torch::ones({1, 2}));
+  }
+  const auto full = read_json(dir / "shared" / "Shared_debug_tree_FULL_TENSORS.json");
+  const auto& calls = full.at("children").as_array();
+  DOCTEST_CHECK(calls[0].at("outputs").at("value") == "./Shared.inner_outputs.safetensors");
+  DOCTEST_CHECK(calls[1].at("outputs").at("value") == "./Shared.inner_outputs.safetensors");
+  DOCTEST_CHECK(!std::filesystem::exists(dir / "shared" / "Shared.inner_call2_outputs.safetensors"));
+  // The file holds the second call's value, as Python's debugger leaves it.
+  DOCTEST_CHECK(torch::equal(tracetorch::safetensors::load_single(dir / "shared" / "Shared.inner_outputs.safetensors"),
+                             tracetorch::safetensors::load_single(dir / "numbered" / "Shared.inner_call2_outputs.safetensors")));
+  // Against the numbered trace: call 2 compared, call 1's values overwritten in the reference, no difference.
+  const auto report = tracetorch::diff_traces(dir / "shared", dir / "numbered");
+  DOCTEST_INFO(report.text(true));
+  DOCTEST_CHECK(report.within_tolerance());
+  DOCTEST_CHECK(report.counts().overwritten_in_reference == 2);
+  DOCTEST_CHECK(report.counts().total() == 0);
 }
 
 DOCTEST_TEST_CASE("only rank 0 records") {

@@ -88,6 +88,63 @@ DOCTEST_TEST_CASE("replay: bugs planted in the port, in two modules, both named 
   DOCTEST_CHECK(diff.output.find("first divergence: LlamaModel.layers.2.post_attention_layernorm") == std::string::npos);
 }
 
+DOCTEST_TEST_CASE("replay with accept rules: a reviewed difference does not make its call diverge, and is listed") {
+  auto model = program_replay_test::fixture_llama();
+  program_replay_test::plant_bugs(model);
+  tracetorch::ReplayOptions options;
+  options.accept = tracetorch::parse_accept_rules(
+      "LlamaModel.layers.2.post_attention_layernorm:outputs  values  reviewed: the port's epsilon on purpose\n"
+      "LlamaModel.layers.2.mlp:inputs.*  values  reviewed: what the norm's epsilon changes in layer 2\n",
+      "rules.txt");
+  const auto report = tracetorch::replay(model, tracetorch_test::tiny_llama_dir() / "trace_st", options);
+  const auto text = tracetorch::replay_report_text(report, "LlamaModel");
+  DOCTEST_INFO(text);
+  // Only the rotary bug is left; the norm's call, and its layer (whose mlp gets the norm's output), no longer diverge.
+  DOCTEST_CHECK(program_replay_test::innermost(report) == std::set<std::string>{"LlamaModel.rotary_emb"});
+  const auto norm = std::find_if(report.calls.begin(), report.calls.end(),
+                                 [](const auto& c) { return c.path == "LlamaModel.layers.2.post_attention_layernorm"; });
+  DOCTEST_REQUIRE(norm != report.calls.end());
+  DOCTEST_CHECK(norm->status == tracetorch::ReplayStatus::match);
+  const auto layer = std::find_if(report.calls.begin(), report.calls.end(), [](const auto& c) { return c.path == "LlamaModel.layers.2"; });
+  DOCTEST_REQUIRE(layer != report.calls.end());
+  DOCTEST_CHECK(layer->status == tracetorch::ReplayStatus::match);
+  DOCTEST_CHECK(layer->accepted.size() == 1);
+  DOCTEST_REQUIRE(norm->accepted.size() == 1);
+  DOCTEST_CHECK(norm->accepted[0].find("values accepted (reviewed: the port's epsilon on purpose)") != std::string::npos);
+  const auto listed_at = text.find("accepted differences (reviewed rules):\n");
+  DOCTEST_CHECK(listed_at != std::string::npos);
+  DOCTEST_CHECK(text.find("\n  LlamaModel.layers.2.post_attention_layernorm (call 0): its outputs", listed_at) != std::string::npos);
+  const auto json = boost::json::parse(tracetorch::replay_report_json(report));
+  bool listed = false;
+  for (const auto& call : json.as_array()) listed = listed || call.as_object().contains("accepted");
+  DOCTEST_CHECK(listed);
+  // A rule of another kind accepts nothing.
+  options.accept = tracetorch::parse_accept_rules("LlamaModel.layers.2.post_attention_layernorm  shape  not this kind\n", "rules.txt");
+  const auto strict = tracetorch::replay(model, tracetorch_test::tiny_llama_dir() / "trace_st", options);
+  DOCTEST_CHECK(program_replay_test::innermost(strict).size() == 2);
+}
+
+DOCTEST_TEST_CASE("llama_trace --replay --accept: the rules file read, the accepted bug no longer fails") {
+  tracetorch_test::TempDir dir;
+  const auto fixture = tracetorch_test::tiny_llama_dir();
+  tracetorch_test::write_text(dir / "rules.txt",
+                              "# the Python side's planted bugs and all they change, accepted to show the flag\n"
+                              "LlamaModel*  values  reviewed: both bugs planted on purpose\n");
+  tracetorch_test::write_text(dir / "other_kind.txt", "LlamaModel*  shape  accepts no values\n");
+  const std::string arguments = "--config " + (fixture / "config.json").string() + " --weights " + (fixture / "model.safetensors").string() +
+                                " --replay " + (tracetorch_test::data_dir() / "tiny_llama_bugs" / "trace_st").string();
+  auto result = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, arguments + " --accept " + (dir / "rules.txt").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_CHECK(result.exit_code == 0);
+  DOCTEST_CHECK(result.output.find("accepted differences (reviewed rules):") != std::string::npos);
+  result = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, arguments + " --accept " + (dir / "other_kind.txt").string());
+  DOCTEST_CHECK(result.exit_code == 1);
+  DOCTEST_CHECK(result.output.find("accepted differences") == std::string::npos);
+  result = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, arguments + " --accept " + (dir / "missing.txt").string());
+  DOCTEST_CHECK(result.exit_code == 1);
+  DOCTEST_CHECK(result.output.find("missing.txt") != std::string::npos);
+}
+
 DOCTEST_TEST_CASE("llama_trace --replay against a Python reference with both bugs planted on its side: exactly the modules holding them") {
   tracetorch_test::TempDir dir;
   const auto fixture = tracetorch_test::tiny_llama_dir();

@@ -93,6 +93,23 @@ DOCTEST_TEST_CASE("--call: an unknown name or a wrong type is a usage error list
   DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
 }
 
+DOCTEST_TEST_CASE("--shared-call-files: transformers' file names for repeated calls, only with --safetensors") {
+  using namespace program_trace_main_test;
+  tracetorch_test::TempDir dir;
+  auto result = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, "--shared-call-files --debug-path " + (dir / "a").string());
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find("--shared-call-files needs --safetensors") != std::string::npos);
+  // Gemma calls no module twice: the names, and so the diff against the fixture, are unchanged.
+  result = tracetorch_test::run_program(TRACETORCH_GEMMA_TRACE, gemma_arguments() + " --safetensors --shared-call-files --debug-path " +
+                                                                    (dir / "b").string());
+  DOCTEST_INFO(result.output);
+  DOCTEST_REQUIRE(result.exit_code == 0);
+  const auto diff = tracetorch_test::run_program(
+      TRACETORCH_DIFF, (tracetorch_test::data_dir() / "gemma" / "trace_st").string() + " " + (dir / "b").string());
+  DOCTEST_INFO(diff.output);
+  DOCTEST_CHECK(diff.exit_code == 0);
+}
+
 DOCTEST_TEST_CASE("--inputs: each tensor passed as the keyword of its name; a tensor that is no keyword refused") {
   using namespace program_trace_main_test;
   tracetorch_test::TempDir dir;

@@ -50,12 +50,15 @@ struct LlamaConfig {
   bool mlp_bias = false;
   std::optional<std::int64_t> head_dim;  // null: hidden_size / num_attention_heads
 
-  /// Reads a transformers config.json; unknown keys are ignored, a key of the wrong type or
-  /// an inconsistent config is a tracetorch::Error naming the file.
+  /// Reads a transformers config.json (tracetorch::read_config); unknown keys are ignored, a key
+  /// of the wrong type or an inconsistent config is a tracetorch::Error naming the file.
   static LlamaConfig from_json_file(const std::filesystem::path& path);
   /// Throws tracetorch::Error when sizes do not fit together (e.g. heads not dividing hidden).
   void validate(const std::string& where) const;
 };
+TRACETORCH_CONFIG(LlamaConfig, vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+                  num_key_value_heads, max_position_embeddings, rms_norm_eps, rope_theta, output_hidden_states,
+                  output_attentions, use_cache, rope_scaling, attention_bias, mlp_bias, head_dim);
 
 /// The family: Llama's conventions are the shared parts' defaults.
 struct Llama : tracetorch::models::DecoderFamily<LlamaConfig> {

@@ -9,50 +9,19 @@
 #include <cmath>
 
 namespace llama {
-namespace {
-
-/// rope_scaling's object, read key by key as config.json's keys are ("type" is the older name
-/// of "rope_type").
-tracetorch::models::RopeScaling read_rope_scaling(const tracetorch::ConfigFile& file) {
-  const auto& value = file.object().at("rope_scaling");
-  if (!value.is_object()) file.fail("rope_scaling", "must be an object or null");
-  const tracetorch::ConfigFile nested(boost::json::serialize(value), file.name() + ": rope_scaling");
-  tracetorch::models::RopeScaling scaling;
-  nested.read("type", scaling.rope_type);
-  nested.read("rope_type", scaling.rope_type);
-  nested.read("factor", scaling.factor);
-  nested.read("low_freq_factor", scaling.low_freq_factor);
-  nested.read("high_freq_factor", scaling.high_freq_factor);
-  nested.read("original_max_position_embeddings", scaling.original_max_position_embeddings);
-  if (scaling.rope_type != "default" && scaling.rope_type != "llama3") {
-    file.fail("rope_scaling", "has rope_type \"" + scaling.rope_type + "\": only \"default\" and \"llama3\" are ported");
-  }
-  return scaling;
-}
-
-}  // namespace
 
 LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
   const tracetorch::ConfigFile file(path);
   LlamaConfig config;
-  file.read("vocab_size", config.vocab_size);
-  file.read("hidden_size", config.hidden_size);
-  file.read("intermediate_size", config.intermediate_size);
-  file.read("num_hidden_layers", config.num_hidden_layers);
-  file.read("num_attention_heads", config.num_attention_heads);
-  config.num_key_value_heads = config.num_attention_heads;  // transformers' default
-  file.read("num_key_value_heads", config.num_key_value_heads);
-  file.read("max_position_embeddings", config.max_position_embeddings);
-  file.read("rms_norm_eps", config.rms_norm_eps);
-  file.read("rope_theta", config.rope_theta);
-  if (file.has("rope_scaling")) config.rope_scaling = read_rope_scaling(file);
-  file.read("attention_bias", config.attention_bias);
-  file.read("mlp_bias", config.mlp_bias);
-  file.read("head_dim", config.head_dim);
-  file.read("output_hidden_states", config.output_hidden_states);
-  file.read("output_attentions", config.output_attentions);
-  file.read("use_cache", config.use_cache);
-  config.validate(path.string());
+  file.read("num_attention_heads", config.num_key_value_heads);  // transformers' default: one kv head per head
+  // An older config names rope_scaling's rope_type "type".
+  const auto* scaling = file.object().if_contains("rope_scaling");
+  const bool older_type = scaling && scaling->is_object() && scaling->as_object().contains("type");
+  tracetorch::read_config(file, config, {.ignored_keys = {"rope_scaling.type"}});
+  if (older_type && !scaling->as_object().contains("rope_type")) {
+    tracetorch::ConfigFile(boost::json::serialize(*scaling), file.name() + ": rope_scaling").read("type", config.rope_scaling->rope_type);
+  }
+  config.validate(path.string());  // again: rope_type is known only now
   return config;
 }
 
@@ -73,6 +42,9 @@ void LlamaConfig::validate(const std::string& where) const {
   if (num_hidden_layers < 0) fail("num_hidden_layers is " + std::to_string(num_hidden_layers) + ": it must be >= 0");
   if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) fail("rms_norm_eps must be a finite number > 0");
   if (!(rope_theta > 0) || !std::isfinite(rope_theta)) fail("rope_theta must be a finite number > 0");
+  if (rope_scaling && rope_scaling->rope_type != "default" && rope_scaling->rope_type != "llama3") {
+    fail("rope_scaling has rope_type \"" + rope_scaling->rope_type + "\": only \"default\" and \"llama3\" are ported");
+  }
   if (head_dim && *head_dim <= 0) fail("head_dim is " + std::to_string(*head_dim) + ": sizes must be positive");
   if (!head_dim && hidden_size % num_attention_heads != 0) fail("hidden_size is not a multiple of num_attention_heads");
   if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");

@@ -52,7 +52,7 @@
 #include "tracetorch/detail/io/config_value.hpp"
 #include "tracetorch/detail/io/python_literal.hpp"
 #include "tracetorch/detail/io/read_file.hpp"
-#include "tracetorch/detail/module/field_list.hpp"
+#include "tracetorch/config_struct.hpp"
 #include "tracetorch/error.hpp"
 
 namespace tracetorch {
@@ -222,22 +222,3 @@ void set_config_field(Config& config, std::string_view key, std::string_view lit
 }
 
 }  // namespace tracetorch
-
-/// Declares a config struct's fields, after the struct in its namespace, in the manner of
-/// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
-/// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
-/// not, every field in order). Checked at compile time, one readable error each: a name that is
-/// not a member, a field left out, fields out of declaration order. (Boost.PFR >= 1.84 can name
-/// fields itself, `boost::pfr::names_as_array`; Debian 12 has 1.81, so the names are listed.)
-#define TRACETORCH_CONFIG(Type, ...)                                                                   \
-  template <class Self, class Visitor>                                                                 \
-    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
-  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
-    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_CONFIG_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
-  }                                                                                                    \
-  TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_CONFIG, Type, __VA_ARGS__)
-
-#define TRACETORCH_DETAIL_VISIT_CONFIG_FIELD(r, value, field)                     \
-  if constexpr (requires { value.field; }) {                                      \
-    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
-  }

@@ -38,6 +38,9 @@ namespace tracetorch {
 /// \code
 /// tracetorch::DebuggerOptions options{.debug_path = "dbg", .do_prune_layers = false, .use_repr = false};
 /// \endcode
+/// See DebuggerOptions::repeated_call_files.
+enum class RepeatedCallFiles { numbered, shared };
+
 struct DebuggerOptions {
   /// Where the JSON files (and, without use_repr, the .safetensors files) go; created if
   /// missing. Empty: the current directory. Each trace replaces the previous one whole, in one
@@ -72,6 +75,12 @@ struct DebuggerOptions {
   /// DebuggerScope::first_nonfinite(). One reduction per output tensor per call; the trace is
   /// written the same either way.
   bool find_nonfinite = false;
+  /// How a module called more than once in one forward names its later calls' tensor files
+  /// (use_repr=false). `numbered` (the default): `<path>_call<N>_...`, so every call's values are
+  /// kept and can be compared. `shared`: transformers' naming, one file per module path whose
+  /// last call wins, for JSON byte-identical with a Python trace of such a model (its earlier
+  /// calls then read as "overwritten", as the Python trace's do).
+  RepeatedCallFiles repeated_call_files = RepeatedCallFiles::numbered;
 };
 
 class DebuggerScope;
@@ -186,7 +195,8 @@ inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& 
                                 .do_prune_layers = options.do_prune_layers,
                                 .use_repr = options.use_repr,
                                 .reuse_repeated_tensors = options.reuse_repeated_tensors,
-                                .reuse_previous_files = options.reuse_previous_files});
+                                .reuse_previous_files = options.reuse_previous_files,
+                                .number_repeated_calls = options.repeated_call_files == RepeatedCallFiles::numbered});
   // Attached before the debugger: it enters each call after the debugger (under its no-grad
   // guard) and leaves it before.
   auto nonfinite = options.find_nonfinite ? std::make_unique<NonFiniteWatch>(model, root_name) : nullptr;

@@ -16,11 +16,11 @@
 ///
 /// The program takes `--config` (read by `Config::from_json_file`), `--weights` (a file, folder or
 /// sharded index, through tracetorch::checkpoint::load), `--debug-path`, `--safetensors`,
-/// `--no-prune-layers`, `--input-ids` (else random ids from `--batch`, `--seq`, `--seed`),
+/// `--no-prune-layers`, `--shared-call-files` (DebuggerOptions::repeated_call_files = shared), `--input-ids` (else random ids from `--batch`, `--seq`, `--seed`),
 /// `--inputs FILE.safetensors` (each tensor passed as the keyword of its name), `--call KEY=VALUE`
 /// (a keyword of the root call as a Python literal, set by the keyword struct's declared names;
 /// an unknown name or a wrong type exits 2 listing the names), `--output-hidden-states`,
-/// `--output-attentions`, `--dump-captured DIR`, `--replay REF_TRACE [--json REPORT] [--html REPORT.html]`
+/// `--output-attentions`, `--dump-captured DIR`, `--replay REF_TRACE [--accept RULES] [--json REPORT] [--html REPORT.html]`
 /// (docs/reference/replay.md) and `--find-nonfinite` (the first module call whose outputs hold
 /// NaN or Inf, printed, exit 3; without --debug-path no trace is written). The root call's arguments are the model
 /// forward's own parameter types (keyword structs, tracetorch::OutputOptions), default-constructed
@@ -36,6 +36,7 @@
 
 #include "tracetorch/checkpoint.hpp"
 #include "tracetorch/debugger.hpp"
+#include "tracetorch/diff.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/html_report.hpp"
 #include "tracetorch/nonfinite.hpp"
@@ -70,7 +71,9 @@ int trace_main(int argc, char** argv, const TraceProgramOptions& options = {}) {
       return files;
     }
     auto guard = model_addition_debugger(model, {.debug_path = args.debug_path, .do_prune_layers = args.prune_layers,
-                                                 .use_repr = args.use_repr, .find_nonfinite = args.find_nonfinite});
+                                                 .use_repr = args.use_repr, .find_nonfinite = args.find_nonfinite,
+                                                 .repeated_call_files = args.shared_call_files ? RepeatedCallFiles::shared
+                                                                                               : RepeatedCallFiles::numbered});
     call();
     files.summary = guard.summary_path();
     files.full_tensors = guard.full_tensors_path();
@@ -81,7 +84,9 @@ int trace_main(int argc, char** argv, const TraceProgramOptions& options = {}) {
     checkpoint::load(*model, weights, load);
   };
   hooks.replay = [](Model& model, const detail::TraceArguments& args) -> int {
-    const ReplayReport report = replay(model, *args.replay);
+    ReplayOptions options;
+    if (args.replay_accept) options.accept = load_accept_rules(*args.replay_accept);
+    const ReplayReport report = replay(model, *args.replay, options);
     std::cout << replay_report_text(report, model->traced_name());
     if (args.replay_json) {
       detail::write_text_file(*args.replay_json, replay_report_json(report));

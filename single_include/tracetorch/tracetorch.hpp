@@ -8238,6 +8238,23 @@ inline boost::json::value parse_python_literal_as_json(std::string_view text) { 
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/io/python_literal.hpp ----
+// ---- begin tracetorch/config_struct.hpp ----
+/// \file
+/// `TRACETORCH_CONFIG(Type, field...)` alone: what a model header needs to declare its config
+/// struct's fields, without the reading (Boost.JSON, files: <tracetorch/config_file.hpp>, which
+/// includes this). A port's io file includes config_file.hpp and reads with load_config.
+///
+/// \code
+/// struct VisionConfig {
+///   std::int64_t hidden_size = 768;
+///   std::int64_t num_hidden_layers = 12;
+/// };
+/// TRACETORCH_CONFIG(VisionConfig, hidden_size, num_hidden_layers);
+/// \endcode
+
+#include <string_view>
+#include <type_traits>
+
 // ---- begin tracetorch/detail/module/field_list.hpp ----
 /// \file
 /// Compile-time checks that a macro's list of field names (TRACETORCH_KEYWORDS, TRACETORCH_CONFIG)
@@ -8323,6 +8340,26 @@ constexpr bool in_declaration_order(std::initializer_list<std::size_t> offsets) 
                     {BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_OFFSET_ITEM, Type, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))}), \
                 #Macro "(" #Type ", ...) must list the fields in declaration order")
 // ---- end tracetorch/detail/module/field_list.hpp ----
+
+/// Declares a config struct's fields, after the struct in its namespace, in the manner of
+/// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
+/// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
+/// not, every field in order). Checked at compile time, one readable error each: a name that is
+/// not a member, a field left out, fields out of declaration order. (Boost.PFR >= 1.84 can name
+/// fields itself, `boost::pfr::names_as_array`; Debian 12 has 1.81, so the names are listed.)
+#define TRACETORCH_CONFIG(Type, ...)                                                                   \
+  template <class Self, class Visitor>                                                                 \
+    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
+  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_CONFIG_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  }                                                                                                    \
+  TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_CONFIG, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_VISIT_CONFIG_FIELD(r, value, field)                     \
+  if constexpr (requires { value.field; }) {                                      \
+    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
+  }
+// ---- end tracetorch/config_struct.hpp ----
 
 namespace tracetorch {
 
@@ -8491,25 +8528,6 @@ void set_config_field(Config& config, std::string_view key, std::string_view lit
 }
 
 }  // namespace tracetorch
-
-/// Declares a config struct's fields, after the struct in its namespace, in the manner of
-/// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
-/// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
-/// not, every field in order). Checked at compile time, one readable error each: a name that is
-/// not a member, a field left out, fields out of declaration order. (Boost.PFR >= 1.84 can name
-/// fields itself, `boost::pfr::names_as_array`; Debian 12 has 1.81, so the names are listed.)
-#define TRACETORCH_CONFIG(Type, ...)                                                                   \
-  template <class Self, class Visitor>                                                                 \
-    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
-  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
-    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_CONFIG_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
-  }                                                                                                    \
-  TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_CONFIG, Type, __VA_ARGS__)
-
-#define TRACETORCH_DETAIL_VISIT_CONFIG_FIELD(r, value, field)                     \
-  if constexpr (requires { value.field; }) {                                      \
-    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
-  }
 // ---- end tracetorch/config_file.hpp ----
 // ---- begin tracetorch/debugger.hpp ----
 /// \file
@@ -10960,8 +10978,12 @@ void append_call_node(std::string& out, const CallNode& node, int depth, bool st
 class CallTree {
  public:
   /// Tensors in the calls' inputs and outputs go to `encoder`.
-  CallTree(ForwardArena& memory, TensorEncoder& encoder)
-      : memory_(memory), encoder_(encoder), running_(&memory), call_counts_(&memory) {}
+  CallTree(ForwardArena& memory, TensorEncoder& encoder, bool number_repeated_calls = true)
+      : memory_(memory),
+        encoder_(encoder),
+        number_repeated_calls_(number_repeated_calls),
+        running_(&memory),
+        call_counts_(&memory) {}
 
   /// Starts a call of `at`, recorded under `path` with its arguments; the root's inputs keep
   /// "args" and "kwargs" even when empty. `files_before`: the tensor files written so far. The
@@ -11019,12 +11041,13 @@ class CallTree {
 
  private:
   /// transformers' file stem is the module path; a module called again in the same forward
-  /// gets `_call<N>` so that no call's tensors overwrite another's. Then `suffix`.
+  /// gets `_call<N>` so that no call's tensors overwrite another's, unless the names are to be
+  /// transformers' own (the later call's file then replaces the earlier). Then `suffix`.
   std::string file_stem(const Attachment& at, const CallNode& node, std::string_view suffix) const {
     const auto found = call_counts_.find(&at);
     const int call = found == call_counts_.end() ? 1 : found->second;
     std::string stem(node.module_path);
-    if (call > 1) {
+    if (call > 1 && number_repeated_calls_) {
       stem += trace_format::kCallStem;
       stem += std::to_string(call);
     }
@@ -11034,6 +11057,7 @@ class CallTree {
 
   ForwardArena& memory_;
   TensorEncoder& encoder_;
+  bool number_repeated_calls_;
   std::pmr::vector<CallNode> running_;
   std::pmr::map<const Attachment*, int> call_counts_;
 };
@@ -11524,6 +11548,7 @@ struct SessionOptions {
   bool use_repr;
   bool reuse_repeated_tensors;
   bool reuse_previous_files;
+  bool number_repeated_calls = true;  // repeated_call_files == numbered
 };
 
 /// Records the calls of one model's forward and writes the trace when the root returns. One
@@ -11534,6 +11559,7 @@ class DebuggerSession final : public CallObserver {
   DebuggerSession(std::string root_name, const SessionOptions& options)
       : root_name_(std::move(root_name)),
         prune_layers_(options.do_prune_layers),
+        number_repeated_calls_(options.number_repeated_calls),
         files_(root_name_, options.debug_path, options.reuse_previous_files, options.use_repr),
         records_(options.use_repr, options.reuse_repeated_tensors, files_, arena_) {}
 
@@ -11633,7 +11659,7 @@ class DebuggerSession final : public CallObserver {
     no_grad_.emplace();
     files_.begin(arena_);
     records_.begin();
-    tree_.emplace(arena_, records_);
+    tree_.emplace(arena_, records_, number_repeated_calls_);
     nested_root_calls_ = 0;
   }
 
@@ -11690,6 +11716,7 @@ class DebuggerSession final : public CallObserver {
 
   std::string root_name_;
   bool prune_layers_;
+  bool number_repeated_calls_;
   const AttachmentSet* watched_ = nullptr;
   std::vector<std::string> not_called_;
   bool warned_not_called_ = false;
@@ -11716,6 +11743,9 @@ namespace tracetorch {
 /// \code
 /// tracetorch::DebuggerOptions options{.debug_path = "dbg", .do_prune_layers = false, .use_repr = false};
 /// \endcode
+/// See DebuggerOptions::repeated_call_files.
+enum class RepeatedCallFiles { numbered, shared };
+
 struct DebuggerOptions {
   /// Where the JSON files (and, without use_repr, the .safetensors files) go; created if
   /// missing. Empty: the current directory. Each trace replaces the previous one whole, in one
@@ -11750,6 +11780,12 @@ struct DebuggerOptions {
   /// DebuggerScope::first_nonfinite(). One reduction per output tensor per call; the trace is
   /// written the same either way.
   bool find_nonfinite = false;
+  /// How a module called more than once in one forward names its later calls' tensor files
+  /// (use_repr=false). `numbered` (the default): `<path>_call<N>_...`, so every call's values are
+  /// kept and can be compared. `shared`: transformers' naming, one file per module path whose
+  /// last call wins, for JSON byte-identical with a Python trace of such a model (its earlier
+  /// calls then read as "overwritten", as the Python trace's do).
+  RepeatedCallFiles repeated_call_files = RepeatedCallFiles::numbered;
 };
 
 class DebuggerScope;
@@ -11864,7 +11900,8 @@ inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& 
                                 .do_prune_layers = options.do_prune_layers,
                                 .use_repr = options.use_repr,
                                 .reuse_repeated_tensors = options.reuse_repeated_tensors,
-                                .reuse_previous_files = options.reuse_previous_files});
+                                .reuse_previous_files = options.reuse_previous_files,
+                                .number_repeated_calls = options.repeated_call_files == RepeatedCallFiles::numbered});
   // Attached before the debugger: it enters each call after the debugger (under its no-grad
   // guard) and leaves it before.
   auto nonfinite = options.find_nonfinite ? std::make_unique<NonFiniteWatch>(model, root_name) : nullptr;

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <utility>
 
+#include "tracetorch/config_struct.hpp"
 #include "tracetorch/detail/models/attention.hpp"
 #include "tracetorch/detail/models/config_fields.hpp"
 #include "tracetorch/detail/models/mask.hpp"
@@ -31,6 +32,16 @@ using PositionEmbeddings = std::tuple<torch::Tensor, torch::Tensor>;
 /// transformers' rope_scaling (`rope_parameters`) for the types ported: "default" and "llama3"
 /// (factor, low_freq_factor, high_freq_factor, original_max_position_embeddings).
 using RopeScaling = detail::RopeScaling;
+
+}  // namespace tracetorch::models
+
+namespace tracetorch::detail {
+// A config field a port declares with TRACETORCH_CONFIG reads it as a nested object (an older
+// config's "type" is the port's to map onto rope_type).
+TRACETORCH_CONFIG(RopeScaling, rope_type, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings);
+}  // namespace tracetorch::detail
+
+namespace tracetorch::models {
 
 /// masking_utils.create_causal_mask (with a window: create_sliding_window_causal_mask) for eager
 /// attention: [batch, 1, q, kv_length] of 0 where query i (at cache_position[i]) may attend key j

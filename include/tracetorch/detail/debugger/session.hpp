@@ -44,6 +44,7 @@ struct SessionOptions {
   bool use_repr;
   bool reuse_repeated_tensors;
   bool reuse_previous_files;
+  bool number_repeated_calls = true;  // repeated_call_files == numbered
 };
 
 /// Records the calls of one model's forward and writes the trace when the root returns. One
@@ -54,6 +55,7 @@ class DebuggerSession final : public CallObserver {
   DebuggerSession(std::string root_name, const SessionOptions& options)
       : root_name_(std::move(root_name)),
         prune_layers_(options.do_prune_layers),
+        number_repeated_calls_(options.number_repeated_calls),
         files_(root_name_, options.debug_path, options.reuse_previous_files, options.use_repr),
         records_(options.use_repr, options.reuse_repeated_tensors, files_, arena_) {}
 
@@ -153,7 +155,7 @@ class DebuggerSession final : public CallObserver {
     no_grad_.emplace();
     files_.begin(arena_);
     records_.begin();
-    tree_.emplace(arena_, records_);
+    tree_.emplace(arena_, records_, number_repeated_calls_);
     nested_root_calls_ = 0;
   }
 
@@ -210,6 +212,7 @@ class DebuggerSession final : public CallObserver {
 
   std::string root_name_;
   bool prune_layers_;
+  bool number_repeated_calls_;
   const AttachmentSet* watched_ = nullptr;
   std::vector<std::string> not_called_;
   bool warned_not_called_ = false;

@@ -132,8 +132,12 @@ void append_call_node(std::string& out, const CallNode& node, int depth, bool st
 class CallTree {
  public:
   /// Tensors in the calls' inputs and outputs go to `encoder`.
-  CallTree(ForwardArena& memory, TensorEncoder& encoder)
-      : memory_(memory), encoder_(encoder), running_(&memory), call_counts_(&memory) {}
+  CallTree(ForwardArena& memory, TensorEncoder& encoder, bool number_repeated_calls = true)
+      : memory_(memory),
+        encoder_(encoder),
+        number_repeated_calls_(number_repeated_calls),
+        running_(&memory),
+        call_counts_(&memory) {}
 
   /// Starts a call of `at`, recorded under `path` with its arguments; the root's inputs keep
   /// "args" and "kwargs" even when empty. `files_before`: the tensor files written so far. The
@@ -191,12 +195,13 @@ class CallTree {
 
  private:
   /// transformers' file stem is the module path; a module called again in the same forward
-  /// gets `_call<N>` so that no call's tensors overwrite another's. Then `suffix`.
+  /// gets `_call<N>` so that no call's tensors overwrite another's, unless the names are to be
+  /// transformers' own (the later call's file then replaces the earlier). Then `suffix`.
   std::string file_stem(const Attachment& at, const CallNode& node, std::string_view suffix) const {
     const auto found = call_counts_.find(&at);
     const int call = found == call_counts_.end() ? 1 : found->second;
     std::string stem(node.module_path);
-    if (call > 1) {
+    if (call > 1 && number_repeated_calls_) {
       stem += trace_format::kCallStem;
       stem += std::to_string(call);
     }
@@ -206,6 +211,7 @@ class CallTree {
 
   ForwardArena& memory_;
   TensorEncoder& encoder_;
+  bool number_repeated_calls_;
   std::pmr::vector<CallNode> running_;
   std::pmr::map<const Attachment*, int> call_counts_;
 };

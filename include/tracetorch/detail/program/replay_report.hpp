@@ -38,6 +38,14 @@ inline std::string replay_report_text(const ReplayReport& report, std::string_vi
   section("other diverging calls (a diverging call lies below each):\n",
           [](const ReplayedCall& c) { return c.status == ReplayStatus::diverges && !c.innermost; }, false);
   section("not replayable:\n", [](const ReplayedCall& c) { return c.status == ReplayStatus::not_replayable; }, true);
+  bool first = true;
+  for (const auto& call : report.calls) {
+    for (const auto& accepted : call.accepted) {
+      if (first) text += "accepted differences (reviewed rules):\n";
+      first = false;
+      text += "  " + replay_call_name(call) + ": " + accepted + "\n";
+    }
+  }
   return text;
 }
 
@@ -64,6 +72,7 @@ inline std::string replay_report_json(const ReplayReport& report) {
     }
     if (!call.hint.empty()) object["hint"] = call.hint;
     if (!call.note.empty()) object["note"] = call.note;
+    if (!call.accepted.empty()) object["accepted"] = boost::json::value_from(call.accepted);
     calls.push_back(std::move(object));
   }
   return boost::json::serialize(calls) + "\n";

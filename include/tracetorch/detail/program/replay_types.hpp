@@ -9,15 +9,22 @@
 #include <string_view>
 #include <vector>
 
+#include "tracetorch/detail/trace/accept.hpp"
+
 namespace tracetorch {
 
 /// The tolerance a replayed call's outputs are judged by: the diff's rules (DiffOptions' atol,
 /// rtol and precision_tolerance: |a - b| <= atol + rtol * |b|, widened to twice the epsilon of
-/// a bf16/fp16 side).
+/// a bf16/fp16 side), and the diff's accept rules.
 struct ReplayOptions {
   double atol = 1e-5;
   double rtol = 1e-4;
   bool precision_tolerance = true;
+  /// Reviewed known differences (tracetorch::load_accept_rules): a difference that a rule
+  /// matches, by module path, value and kind as in the diff, does not make its call diverge; it
+  /// is listed in the call's `accepted`. A missing-call rule accepts a recorded call below the
+  /// replayed one that the port does not make (the children after it are then not compared).
+  std::vector<AcceptRule> accept;
 };
 
 enum class ReplayStatus { match, diverges, not_replayable };
@@ -45,6 +52,8 @@ struct ReplayedCall {
   std::string hint;
   /// A remark on a replayed call (an empty cache standing in for a recorded one).
   std::string note;
+  /// The differences that accept rules accepted: "what: KIND accepted (REASON)".
+  std::vector<std::string> accepted;
   double max_abs = 0, max_rel = 0;
   std::int64_t elements_out_of_tolerance = 0, elements_compared = 0;
 };

@@ -23,13 +23,14 @@ struct TraceArguments {
   std::filesystem::path debug_path;
   bool prune_layers = true;
   bool use_repr = true;
+  bool shared_call_files = false;
   bool output_hidden_states = false;
   bool output_attentions = false;
   std::optional<std::filesystem::path> dump_captured;
   /// --call KEY=VALUE, in the order given: (key, the Python literal's text).
   std::vector<std::pair<std::string, std::string>> calls;
   bool find_nonfinite = false;
-  std::optional<std::filesystem::path> replay, replay_json, replay_html;
+  std::optional<std::filesystem::path> replay, replay_json, replay_html, replay_accept;
 };
 
 /// The usage text of program `program` tracing `root` (a registered name, "LlamaModel"); `about`
@@ -40,7 +41,7 @@ inline std::string trace_usage(std::string_view program, std::string_view root, 
   std::string text =
       "usage: " + p + " [--config config.json] [--weights CHECKPOINT] [--input-ids input_ids.safetensors]\n" +
       "       " + pad + " [--inputs inputs.safetensors] [--call KEY=VALUE]... [--batch B] [--seq S] [--seed N]\n" +
-      "       " + pad + " --debug-path DIR [--no-prune-layers] [--safetensors] [--find-nonfinite]\n" +
+      "       " + pad + " --debug-path DIR [--no-prune-layers] [--safetensors] [--shared-call-files] [--find-nonfinite]\n" +
       "       " + pad + " [--output-hidden-states] [--output-attentions] [--dump-captured DIR]\n" +
       "       " + p + " [--config ...] [--weights ...] --replay REF_TRACE_DIR [--json REPORT.json] [--html REPORT.html]\n\n";
   text += "Runs " + std::string(about) + " under tracetorch's model addition debugger\nand writes DIR/" + std::string(root) +
@@ -56,6 +57,8 @@ inline std::string trace_usage(std::string_view program, std::string_view root, 
       "  --seed             random seed (default 673)\n"
       "  --no-prune-layers  keep every layer (default: only the first and last layer block)\n"
       "  --safetensors      one .safetensors file per tensor instead of printed values (use_repr=False)\n"
+      "  --shared-call-files  with --safetensors: a module called again writes its files under the first\n"
+      "                     call's names, as transformers' debugger does (default: _call<N> names)\n"
       "  --output-hidden-states, --output-attentions\n"
       "                     capture them (output_hidden_states=True / output_attentions=True)\n"
       "  --dump-captured    write the captured tensors to DIR/hidden_states_<i>.safetensors and\n"
@@ -63,6 +66,7 @@ inline std::string trace_usage(std::string_view program, std::string_view root, 
       "  --find-nonfinite   name the first module call whose outputs hold NaN or Inf (exit 3)\n"
       "  --replay           run every module call on the inputs a use_repr=False reference trace recorded\n"
       "                     and compare its outputs (docs/reference/replay.md); exit 1 when one diverges\n"
+      "  --accept           with --replay: reviewed known differences, tracetorch-diff's accept rules file\n"
       "  --json             with --replay: write the report as JSON\n"
       "  --html             with --replay: write the report as one self-contained HTML page\n";
   return text;
@@ -104,6 +108,8 @@ inline bool read_trace_flag(command_line::ArgumentReader& arg, TraceArguments& a
     args.prune_layers = false;
   } else if (flag == "--safetensors") {
     args.use_repr = false;
+  } else if (flag == "--shared-call-files") {
+    args.shared_call_files = true;
   } else if (flag == "--output-hidden-states") {
     args.output_hidden_states = true;
   } else if (flag == "--output-attentions") {
@@ -116,6 +122,8 @@ inline bool read_trace_flag(command_line::ArgumentReader& arg, TraceArguments& a
   } else if (flag == "--replay") {
     args.replay = arg.value();
     if (args.replay->empty()) throw command_line::UsageError("--replay needs a reference trace directory");
+  } else if (flag == "--accept") {
+    args.replay_accept = arg.value();
   } else if (flag == "--json") {
     args.replay_json = arg.value();
   } else if (flag == "--html") {
@@ -135,7 +143,9 @@ inline TraceArguments parse_trace_arguments(int argc, char** argv) {
   }
   if (args.replay_json && !args.replay) throw command_line::UsageError("--json needs --replay");
   if (args.replay_html && !args.replay) throw command_line::UsageError("--html needs --replay");
+  if (args.replay_accept && !args.replay) throw command_line::UsageError("--accept needs --replay");
   if (!args.replay && !args.find_nonfinite && (!have_debug_path || args.debug_path.empty())) throw command_line::UsageError("--debug-path DIR is required (unless --replay or --find-nonfinite)");
+  if (args.shared_call_files && args.use_repr) throw command_line::UsageError("--shared-call-files needs --safetensors");
   if (args.dump_captured && !args.output_hidden_states && !args.output_attentions) {
     throw command_line::UsageError("--dump-captured needs --output-hidden-states or --output-attentions");
   }
