@@ -1,12 +1,12 @@
 // libFuzzer target: the rules files of tracetorch-diff on arbitrary text: accept rules
-// (`--accept RULES`, detail/trace/accept.hpp), argument-name rules (`--arg-names RULES`,
-// detail/trace/arg_names.hpp), both read line by line by detail/trace/rules_file.hpp, and each
-// line holding "=>" as a `--map 'REGEX=>REPLACEMENT'` (detail/trace/rename.hpp, RE2). Any input
+// (`--accept RULES`, diff/accept.hpp), argument-name rules (`--arg-names RULES`,
+// diff/arg_names.hpp), both read line by line by diff/rules_file.hpp, and each
+// line holding "=>" as a `--map 'REGEX=>REPLACEMENT'` (diff/rename.hpp, RE2). Any input
 // must either be refused with tracetorch::Error or give rules that keep what the parsers promise.
 
-#include <tracetorch/detail/trace/accept.hpp>
-#include <tracetorch/detail/trace/arg_names.hpp>
-#include <tracetorch/detail/trace/rename.hpp>
+#include <tracetorch/diff/accept.hpp>
+#include <tracetorch/diff/arg_names.hpp>
+#include <tracetorch/diff/rename.hpp>
 
 #include <algorithm>
 #include <cstddef>

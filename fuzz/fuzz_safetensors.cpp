@@ -4,7 +4,7 @@
 // inside the file and tile its data exactly: that is what lets Reader::load read without
 // further bounds checks. The parser needs no LibTorch, and neither does this target.
 
-#include <tracetorch/detail/io/safetensors_format.hpp>
+#include <tracetorch/detail/safetensors/format.hpp>
 
 #include <cstddef>
 #include <cstdint>

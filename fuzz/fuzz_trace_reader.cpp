@@ -2,8 +2,8 @@
 // the parser of printed tensor values, on arbitrary text. Any input must either be refused
 // with tracetorch::Error or give calls whose values are well formed.
 
-#include <tracetorch/detail/trace/printed_numbers.hpp>
-#include <tracetorch/detail/trace/reader.hpp>
+#include <tracetorch/detail/trace_format/printed_numbers.hpp>
+#include <tracetorch/detail/trace_format/reader.hpp>
 
 #include <cstddef>
 #include <cstdint>

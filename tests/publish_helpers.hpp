@@ -1,12 +1,12 @@
 #pragma once
-// Shared by the tests/test_publish_*.cpp files (issue 26, item 1: detail/io/publish.hpp): scratch
+// Shared by the tests/test_fs_publish_*.cpp files (issue 26, item 1: detail/fs/publish.hpp): scratch
 // directories, generations of files written, published and read back whole or not, and forked
 // processes that publish while the test reads, waits for or kills them.
 
 #include <doctest/doctest.h>
-#include <tracetorch/detail/io/directory_lock.hpp>
-#include <tracetorch/detail/io/publish.hpp>
-#include <tracetorch/detail/io/staged_directory.hpp>
+#include <tracetorch/detail/fs/directory_lock.hpp>
+#include <tracetorch/detail/fs/publish.hpp>
+#include <tracetorch/detail/fs/staged_directory.hpp>
 
 #include <fcntl.h>
 #include <signal.h>

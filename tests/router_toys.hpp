@@ -1,7 +1,7 @@
 #pragma once
 // Toy models for record keys beyond hidden_states / attentions (a mixture-of-experts model with
 // a top-k router, as transformers' Qwen2-MoE) and for index functions (a block whose output list
-// changes length with use_cache, as GPT-2's). Shared by tests/test_record_keys.cpp and
+// changes length with use_cache, as GPT-2's). Shared by tests/test_record_map_keys.cpp and
 // tests/test_capture_mirror.cpp; tests/data/capture_mirror/make_capture_mirror.py builds the
 // same MoE model in Python.
 

@@ -6,7 +6,7 @@
 
 #include <doctest/doctest.h>
 
-#include <tracetorch/detail/trace/printed_numbers.hpp>
+#include <tracetorch/detail/trace_format/printed_numbers.hpp>
 #include <tracetorch/diff.hpp>
 #include <tracetorch/tracetorch.hpp>
 

@@ -1,5 +1,5 @@
 // tracetorch-diff compares a tensor larger than the memory the process may use (issue 37, item 5):
-// the files are read a chunk at a time (detail/trace/tensor_chunks.hpp). The tensor's data is a
+// the files are read a chunk at a time (detail/diff/tensor_chunks.hpp). The tensor's data is a
 // sparse file (no disk taken), and the tool runs as a child whose address space is limited
 // (`prlimit --as`, else `ulimit -v`) below the tensor's size. docs/reliability.md cites these.
 

@@ -1,4 +1,4 @@
-// include/tracetorch/detail/trace/arg_names.hpp through include/tracetorch/diff.hpp and
+// include/tracetorch/diff/arg_names.hpp through include/tracetorch/diff.hpp and
 // tools/tracetorch_diff.cpp (--arg-names): a value recorded as args.N on one side and
 // kwargs.NAME on the other, aligned by a rule where the recorded order does not align it or
 // aligns it wrongly, compared, and reported as a naming difference. Hand-made traces of printed

@@ -1,4 +1,4 @@
-// include/tracetorch/diff.hpp (detail/trace/execution_order.hpp) and tools/tracetorch_diff.cpp:
+// include/tracetorch/diff.hpp (detail/diff/execution_order.hpp) and tools/tracetorch_diff.cpp:
 // execution order. Calls that ran in another order among their siblings are DiffKind::order
 // (issue 34: g++ evaluates `down_proj(act_fn(gate_proj(x)) * up_proj(x))` right to left); a
 // value recorded on one side only lies with its call's inputs or outputs, so the first

@@ -1,4 +1,4 @@
-// include/tracetorch/diff.hpp (detail/trace/overwritten_files.hpp) and tools/tracetorch_diff.cpp:
+// include/tracetorch/diff.hpp (detail/trace_format/overwritten_files.hpp) and tools/tracetorch_diff.cpp:
 // a use_repr=false trace whose repeated calls share one file per module path, as transformers'
 // debugger writes it (issue 34): the call the file holds is compared, the others are counted as
 // overwritten, reported, and do not fail; another call's numbers are never compared.

@@ -1,4 +1,4 @@
-// include/tracetorch/detail/trace/rules_file.hpp (rules_file::read, behind load_accept_rules and
+// include/tracetorch/diff/rules_file.hpp (rules_file::read, behind load_accept_rules and
 // load_arg_names_rules) and tools/tracetorch_diff.cpp (--accept, --arg-names): a rules file is
 // read only where it is a regular file of at most kMaxRulesFileBytes. A FIFO, a directory or an
 // oversized file is refused at once with a message naming it, and the tool exits 2 (issue 26,

@@ -1,11 +1,11 @@
-// Reliability of the readers (issue 8): only what can be read is read (detail/io/read_file.hpp,
+// Reliability of the readers (issue 8): only what can be read is read (detail/fs/read_file.hpp,
 // shared by every reader): a FIFO, a device or a directory refused without waiting, read limits,
 // symbolic links out of a trace directory, a deeply nested trace read in bounded memory.
 // docs/reliability.md lists each case.
 
 #include <doctest/doctest.h>
-#include <tracetorch/detail/io/read_file.hpp>
-#include <tracetorch/detail/trace/reader.hpp>
+#include <tracetorch/detail/fs/read_file.hpp>
+#include <tracetorch/detail/trace_format/reader.hpp>
 #include <tracetorch/tracetorch.hpp>
 
 #include "llama/llama.hpp"
@@ -27,7 +27,7 @@ namespace reliability_test {
 DOCTEST_TEST_SUITE("reliability") {
 
 // ---------------------------------------------------------------------------------------------
-// Reading files: only what can be read (detail/io/read_file.hpp, shared by every reader)
+// Reading files: only what can be read (detail/fs/read_file.hpp, shared by every reader)
 
 /// The message of the tracetorch::Error `read` throws ("" if none). If `read` blocks on the FIFO
 /// `fifo` (the bug this guards against), a helper thread opens the FIFO's writing end after 10 s

@@ -1,4 +1,4 @@
-// tracetorch/safetensors.hpp's reader (detail/io/safetensors_format.hpp, safetensors_file.hpp): a
+// tracetorch/safetensors.hpp's reader (detail/safetensors/format.hpp, safetensors_file.hpp): a
 // refusal (tracetorch::Error naming the file and the cause) for each kind of malformed file, what
 // the reference loader accepts, and parse_header on hostile bytes.
 
@@ -181,7 +181,7 @@ DOCTEST_TEST_CASE("missing tensors, missing files and files changed after openin
 
   const std::string missing = error_of([&] { st::Reader r(dir / "absent.safetensors"); });
   DOCTEST_CHECK(missing.find("absent.safetensors: cannot open: No such file or directory") != std::string::npos);
-  // Not a regular file: refused before it is opened for reading (detail/io/read_file.hpp; the FIFO
+  // Not a regular file: refused before it is opened for reading (detail/fs/read_file.hpp; the FIFO
   // case, which would block, is in test_reliability_reading.cpp).
   DOCTEST_CHECK(error_of([&] { st::Reader r(dir.path()); }) == "tracetorch: " + dir.path().string() + ": is a directory, not a file");
   DOCTEST_CHECK(error_of([&] { st::Reader r("/dev/null"); }) ==

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include <tracetorch/detail/testing/common_test_names.hpp>  // is_common_test
+#include <tracetorch/testing/common_test_names.hpp>  // is_common_test
 
 #include "command_line.hpp"
 #include "scan/common.hpp"

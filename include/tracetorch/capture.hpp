@@ -29,13 +29,13 @@
 
 #include <type_traits>
 
-#include "tracetorch/detail/capture/capturing_models.hpp"
-#include "tracetorch/detail/capture/output_options.hpp"
+#include "tracetorch/capture/capturing_models.hpp"
+#include "tracetorch/capture/output_options.hpp"
 #include "tracetorch/detail/capture/run_capture.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/output.hpp"
-#include "tracetorch/detail/capture/patch_api.hpp"  // the patch API without RE2 (patch_mapping.hpp registers)
+#include "tracetorch/capture/patch_api.hpp"  // the patch API without RE2 (patch_mapping.hpp registers)
 #include "tracetorch/record_map.hpp"
 
 namespace tracetorch {

@@ -32,7 +32,7 @@
 ///   ("tracetorch: <file>: <cause>", naming the tensor) and leaves the module as it was. The cost
 ///   is memory: the checkpoint is held once in full (in its own dtype) besides the module.
 ///
-/// The types (Options, Tie, DtypePolicy, Report, Conversion) are in detail/checkpoint/options.hpp;
+/// The types (Options, Tie, DtypePolicy, Report, Conversion) are in checkpoint/options.hpp;
 /// the steps in detail/checkpoint/: shard_path.hpp (where a shard may lie), open.hpp (a folder, a
 /// file or an index, opened and matched), load.hpp (ties, plan, checks, reads, copies).
 
@@ -42,7 +42,7 @@
 
 #include "tracetorch/detail/checkpoint/load.hpp"
 #include "tracetorch/detail/checkpoint/open.hpp"
-#include "tracetorch/detail/checkpoint/options.hpp"
+#include "tracetorch/checkpoint/options.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/nn/state_dict.hpp"
 #include "tracetorch/safetensors.hpp"

@@ -48,10 +48,10 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/io/config_struct.hpp"
-#include "tracetorch/detail/io/config_value.hpp"
-#include "tracetorch/detail/io/python_literal.hpp"
-#include "tracetorch/detail/io/read_file.hpp"
+#include "tracetorch/detail/config/config_struct.hpp"
+#include "tracetorch/detail/config/config_value.hpp"
+#include "tracetorch/detail/config/python_literal.hpp"
+#include "tracetorch/detail/fs/read_file.hpp"
 #include "tracetorch/config_struct.hpp"
 #include "tracetorch/error.hpp"
 

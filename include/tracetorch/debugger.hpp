@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "tracetorch/detail/module/attachments.hpp"
-#include "tracetorch/detail/debugger/debug_io.hpp"
+#include "tracetorch/detail/module/debug_io.hpp"
 #include "tracetorch/detail/debugger/session.hpp"
 #include "tracetorch/detail/debugger/trace_files.hpp"
 #include "tracetorch/detail/nonfinite/watch.hpp"
@@ -205,7 +205,7 @@ inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& 
   return DebuggerScope(ScopeAccess(), std::move(session), std::move(attachments), std::move(nonfinite));
 }
 
-/// What `debug_io=true` in a call's options runs (detail/debugger/debug_io.hpp): the call, traced.
+/// What `debug_io=true` in a call's options runs (detail/module/debug_io.hpp): the call, traced.
 inline void run_debug_io(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request,
                          const std::function<void()>& call) {
   const auto scope = open_debugger(root, std::string(root_name),

@@ -33,12 +33,13 @@
 /// fp16 tensor against an fp32 one is compared at the lower precision's tolerance. The root's
 /// outputs, left out of the JSON by the debugger, are read from their files.
 ///
-/// The parts, in include/tracetorch/detail/trace/: format.hpp (the trace format's names),
-/// reader.hpp (reading a trace), overwritten_files.hpp (files several values name), align.hpp
-/// (aligning two), execution_order.hpp (one order for both, calls out of order), compare.hpp (comparing aligned
-/// values), accept.hpp (accept rules), arg_names.hpp (argument-name rules), rules_file.hpp (the
-/// rules files' lines and globs), rename.hpp (--map), results.hpp and report*.hpp (what
-/// a diff finds, and its text and JSON forms).
+/// The parts: in detail/trace_format/, format.hpp (the trace format's names), reader.hpp
+/// (reading a trace), overwritten_files.hpp (files several values name); in detail/diff/,
+/// align.hpp (aligning two), execution_order.hpp (one order for both, calls out of order),
+/// compare.hpp (comparing aligned values); in tracetorch/diff/, the types a user names:
+/// accept.hpp (accept rules), arg_names.hpp (argument-name rules), rules_file.hpp (the rules
+/// files' lines and globs), rename.hpp (--map), results.hpp and report*.hpp (what a diff
+/// finds, and its text and JSON forms).
 
 #include <torch/torch.h>
 
@@ -51,20 +52,20 @@
 #include <string>
 #include <vector>
 
-#include "tracetorch/detail/io/atomic_file.hpp"
-#include "tracetorch/detail/trace/accept.hpp"
-#include "tracetorch/detail/trace/align.hpp"
-#include "tracetorch/detail/trace/arg_names.hpp"
-#include "tracetorch/detail/trace/compare.hpp"
-#include "tracetorch/detail/trace/execution_order.hpp"
-#include "tracetorch/detail/trace/overwritten_files.hpp"
-#include "tracetorch/detail/trace/reader.hpp"
-#include "tracetorch/detail/trace/rename.hpp"
-#include "tracetorch/detail/trace/report.hpp"
-#include "tracetorch/detail/trace/report_json.hpp"
-#include "tracetorch/detail/trace/report_text.hpp"
-#include "tracetorch/detail/trace/results.hpp"
-#include "tracetorch/detail/trace/tensor_files.hpp"
+#include "tracetorch/detail/fs/atomic_file.hpp"
+#include "tracetorch/diff/accept.hpp"
+#include "tracetorch/detail/diff/align.hpp"
+#include "tracetorch/diff/arg_names.hpp"
+#include "tracetorch/detail/diff/compare.hpp"
+#include "tracetorch/detail/diff/execution_order.hpp"
+#include "tracetorch/detail/trace_format/overwritten_files.hpp"
+#include "tracetorch/detail/trace_format/reader.hpp"
+#include "tracetorch/diff/rename.hpp"
+#include "tracetorch/diff/report.hpp"
+#include "tracetorch/diff/report_json.hpp"
+#include "tracetorch/diff/report_text.hpp"
+#include "tracetorch/diff/results.hpp"
+#include "tracetorch/detail/trace_format/tensor_files.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/python_repr.hpp"
 #include "tracetorch/safetensors.hpp"

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "tracetorch/detail/html/page.hpp"
-#include "tracetorch/detail/io/atomic_file.hpp"
+#include "tracetorch/detail/fs/atomic_file.hpp"
 #include "tracetorch/error.hpp"
 
 namespace tracetorch {

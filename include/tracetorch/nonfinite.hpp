@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "tracetorch/detail/nonfinite/finding.hpp"
+#include "tracetorch/nonfinite/finding.hpp"
 #include "tracetorch/detail/nonfinite/watch.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/module.hpp"

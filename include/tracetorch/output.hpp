@@ -25,10 +25,10 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/capture/capturing_models.hpp"
+#include "tracetorch/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/output_fields.hpp"
-#include "tracetorch/detail/capture/output_options.hpp"
-#include "tracetorch/detail/capture/to_tuple.hpp"
+#include "tracetorch/capture/output_options.hpp"
+#include "tracetorch/capture/to_tuple.hpp"
 #include "tracetorch/kwargs.hpp"
 
 namespace tracetorch {

@@ -13,7 +13,7 @@
 ///
 /// `replacement<T, Args...>()`, `find_patch_replacement`, `clear_patch_mapping`, `Replaceable`,
 /// `make_replaceable`, `register_replaceable`, `patch_output_recorders` and
-/// `unpatch_output_recorders` are defined in detail/capture/patch_api.hpp, which capture.hpp
+/// `unpatch_output_recorders` are defined in capture/patch_api.hpp, which capture.hpp
 /// includes too: model code gets them without RE2's header. Registering needs this header.
 ///
 /// \code
@@ -27,9 +27,9 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/capture/patch_api.hpp"  // replacement, find_patch_replacement, patch_output_recorders
+#include "tracetorch/capture/patch_api.hpp"  // replacement, find_patch_replacement, patch_output_recorders
 #include "tracetorch/detail/capture/patch_pattern.hpp"
-#include "tracetorch/detail/capture/patch_registry.hpp"
+#include "tracetorch/capture/patch_registry.hpp"
 
 namespace tracetorch {
 

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tracetorch/detail/repr/float_repr.hpp"
+#include "tracetorch/detail/text/float_repr.hpp"
 #include "tracetorch/detail/repr/number_format.hpp"
 #include "tracetorch/detail/repr/string_repr.hpp"
 #include "tracetorch/detail/repr/tensor_body.hpp"

@@ -42,7 +42,7 @@
 #include "tracetorch/detail/module/holder.hpp"
 #include "tracetorch/detail/program/replay_engine.hpp"
 #include "tracetorch/detail/program/replay_report.hpp"
-#include "tracetorch/detail/program/replay_types.hpp"
+#include "tracetorch/replay/types.hpp"
 
 namespace tracetorch {
 

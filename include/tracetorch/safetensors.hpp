@@ -23,7 +23,7 @@
 /// that loader it ignores unknown fields in an entry and reads `"__metadata__": null` as none.
 ///
 /// The format itself (header parsing and validation, no LibTorch) is
-/// detail/io/safetensors_format.hpp; its meeting with LibTorch is detail/io/safetensors_torch.hpp.
+/// detail/safetensors/format.hpp; its meeting with LibTorch is detail/safetensors/torch.hpp.
 
-#include "tracetorch/detail/io/safetensors_file.hpp"
+#include "tracetorch/safetensors/file.hpp"
 #include "tracetorch/error.hpp"

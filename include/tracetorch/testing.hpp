@@ -30,7 +30,7 @@
 ///
 /// The tests themselves are in tracetorch/testing/, one file per group: test code over the public
 /// API, so they include public headers as a model's own test would. The names and skip lists the
-/// scanner also reads are in detail/testing/common_test_names.hpp (no LibTorch).
+/// scanner also reads are in testing/common_test_names.hpp (no LibTorch).
 ///
 /// Not included by <tracetorch/tracetorch.hpp>: it needs doctest.
 

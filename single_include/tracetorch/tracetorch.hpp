@@ -30,11 +30,7 @@
 /// \file
 /// The one exception type tracetorch throws for bad input and failed I/O:
 /// `tracetorch::Error`, whose message names the file (where there is one) and the cause.
-
-// ---- begin tracetorch/detail/error.hpp ----
-/// \file
-/// Defines `tracetorch::Error` for the detail headers, which never include a public header;
-/// users include tracetorch/error.hpp.
+/// Type-only, so that detail headers include it too.
 
 #include <stdexcept>
 #include <string>
@@ -49,7 +45,6 @@ class Error : public std::runtime_error {
 };
 
 }  // namespace tracetorch
-// ---- end tracetorch/detail/error.hpp ----
 // ---- end tracetorch/error.hpp ----
 
 namespace tracetorch {
@@ -143,7 +138,7 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 
 #include <type_traits>
 
-// ---- begin tracetorch/detail/capture/capturing_models.hpp ----
+// ---- begin tracetorch/capture/capturing_models.hpp ----
 /// \file
 /// The model classes that capture (transformers' PreTrainedModels with a record map): where an
 /// outer model's recorders stop, and which replacements patch_output_recorders gave each class.
@@ -162,7 +157,7 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/capture/output_options.hpp ----
+// ---- begin tracetorch/capture/output_options.hpp ----
 /// \file
 /// What a caller asks of a forward (OutputOptions, transformers' keyword arguments) and how it
 /// resolves against the model's config: one owner for the options and their defaults.
@@ -758,7 +753,7 @@ template <class R, class Call, class... A>
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/module/call.hpp ----
-// ---- begin tracetorch/detail/debugger/debug_io.hpp ----
+// ---- begin tracetorch/detail/module/debug_io.hpp ----
 /// \file
 /// Tracing switched on from the call, as upstream models accept `debug_io=True`, `debug_io_dir=`
 /// and `prune_layers=` (transformers' check_model_inputs wraps such a call in the debugger).
@@ -852,7 +847,7 @@ R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const D
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/debugger/debug_io.hpp ----
+// ---- end tracetorch/detail/module/debug_io.hpp ----
 // ---- begin tracetorch/detail/nonfinite/watch.hpp ----
 /// \file
 /// A non-finite sentinel hung on a model's traced modules for as long as a watch lives: what
@@ -968,7 +963,7 @@ class AttachmentSet {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/module/attachments.hpp ----
-// ---- begin tracetorch/detail/nonfinite/finding.hpp ----
+// ---- begin tracetorch/nonfinite/finding.hpp ----
 /// \file
 /// What the non-finite sentinel found: a module call and one of its values holding NaN or Inf,
 /// and the one line that names it. No LibTorch here: OutputOptions carries a pointer to it.
@@ -1040,7 +1035,7 @@ inline std::string nonfinite_message(const NonFinite& found) {
 inline std::string NonFinite::message() const { return nonfinite_message(*this); }
 
 }  // namespace tracetorch
-// ---- end tracetorch/detail/nonfinite/finding.hpp ----
+// ---- end tracetorch/nonfinite/finding.hpp ----
 // ---- begin tracetorch/detail/nonfinite/sentinel.hpp ----
 /// \file
 /// The non-finite sentinel: an observer of every traced call that names the first call whose
@@ -1077,7 +1072,7 @@ inline std::string NonFinite::message() const { return nonfinite_message(*this);
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/trace/format.hpp ----
+// ---- begin tracetorch/detail/trace_format/format.hpp ----
 /// \file
 /// The trace format of the model addition debugger, one owner for its names: the JSON keys of
 /// a call node and of a tensor record, the file names of a trace, the stems of its tensor files.
@@ -1146,7 +1141,7 @@ inline std::string_view tensor_file_name(std::string_view value) {
 }
 
 }  // namespace tracetorch::detail::trace_format
-// ---- end tracetorch/detail/trace/format.hpp ----
+// ---- end tracetorch/detail/trace_format/format.hpp ----
 
 namespace tracetorch::detail {
 
@@ -1569,7 +1564,7 @@ void visit_keyword_field(Visit& visit, std::string_view name, const Field& field
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/repr/float_repr.hpp ----
+// ---- begin tracetorch/detail/text/float_repr.hpp ----
 /// \file
 /// Python's repr(float), without LibTorch: the JSON writer and the tensor repr both need it,
 /// and the JSON writer must build where LibTorch is absent (the text-only tools, the fuzzers).
@@ -1629,7 +1624,7 @@ inline std::string python_float_repr(double v) {
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/repr/float_repr.hpp ----
+// ---- end tracetorch/detail/text/float_repr.hpp ----
 // ---- begin tracetorch/detail/repr/string_repr.hpp ----
 /// \file
 /// Python's repr(str) of UTF-8 text, without LibTorch (undecodable bytes as surrogateescape
@@ -2801,7 +2796,7 @@ struct member_name<Member> {
 #include <tuple>
 #include <type_traits>
 
-// ---- begin tracetorch/detail/capture/call_keywords.hpp ----
+// ---- begin tracetorch/capture/call_keywords.hpp ----
 /// \file
 /// The keyword arguments of one traced call, as a recorder's index function reads them: GPT-2's
 /// block puts its attention weights at index 2 with `use_cache=True` and at 1 without.
@@ -2907,7 +2902,7 @@ inline CallKeywords keywords_of(const CallArgs& args) {
 
 }  // namespace detail
 }  // namespace tracetorch
-// ---- end tracetorch/detail/capture/call_keywords.hpp ----
+// ---- end tracetorch/capture/call_keywords.hpp ----
 
 namespace tracetorch::detail {
 
@@ -3349,8 +3344,8 @@ OutputOptions merge_with_config_defaults(const Model& model, OutputOptions optio
 
 }  // namespace detail
 }  // namespace tracetorch
-// ---- end tracetorch/detail/capture/output_options.hpp ----
-// ---- begin tracetorch/detail/capture/patch_registry.hpp ----
+// ---- end tracetorch/capture/output_options.hpp ----
+// ---- begin tracetorch/capture/patch_registry.hpp ----
 /// \file
 /// The run-time patch registry (transformers' monkey_patching): class names or patterns mapped
 /// to replacement module types; all its reads and writes. Patterns arrive compiled
@@ -3611,7 +3606,7 @@ inline void remove_patch_keys(const std::vector<std::string>& keys) {
 
 }  // namespace detail
 }  // namespace tracetorch
-// ---- end tracetorch/detail/capture/patch_registry.hpp ----
+// ---- end tracetorch/capture/patch_registry.hpp ----
 
 namespace tracetorch {
 
@@ -3788,7 +3783,7 @@ inline void unpatch_all_model_recorders() {
 
 }  // namespace detail
 }  // namespace tracetorch
-// ---- end tracetorch/detail/capture/capturing_models.hpp ----
+// ---- end tracetorch/capture/capturing_models.hpp ----
 // ---- begin tracetorch/detail/capture/run_capture.hpp ----
 /// \file
 /// capture_outputs' steps once something is requested: recorder specs from the record map, a
@@ -4213,7 +4208,7 @@ constexpr std::int64_t (*keyword_index_function())(const CallKeywords&) {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/capture/read_recorded.hpp ----
-// ---- begin tracetorch/detail/capture/recorder.hpp ----
+// ---- begin tracetorch/capture/recorder.hpp ----
 /// \file
 /// The recorder types a record map is written with (OutputRecorder, compile-time replacements)
 /// and the keys naming a record's field: what tracetorch/record_map.hpp builds its entries from.
@@ -4283,7 +4278,7 @@ struct field_at {
 
 }  // namespace detail
 }  // namespace tracetorch
-// ---- end tracetorch/detail/capture/recorder.hpp ----
+// ---- end tracetorch/capture/recorder.hpp ----
 
 namespace tracetorch::detail {
 
@@ -4473,7 +4468,7 @@ auto run_capture(Model& model, const ResolvedOutputs& wanted, Body& body, const 
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/capture/to_tuple.hpp ----
+// ---- begin tracetorch/capture/to_tuple.hpp ----
 /// \file
 /// Output structs as transformers' `ModelOutput.to_tuple()` (return_dict=False): the fields as
 /// c10::IValues, None ones left out, in declaration order or in upstream's capture order.
@@ -4607,7 +4602,7 @@ OutputTuple to_tuple_in_capture_order(const Out& out) {
 
 }  // namespace detail
 }  // namespace tracetorch
-// ---- end tracetorch/detail/capture/to_tuple.hpp ----
+// ---- end tracetorch/capture/to_tuple.hpp ----
 // ---- begin tracetorch/kwargs.hpp ----
 /// \file
 /// `tracetorch::Kwargs`: Python's `**kwargs`, named values in the order the caller passed them.
@@ -4905,7 +4900,7 @@ const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
   BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_CONFIG_FLAG, Type, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))              \
   static_assert(true)
 // ---- end tracetorch/output.hpp ----
-// ---- begin tracetorch/detail/capture/patch_api.hpp ----
+// ---- begin tracetorch/capture/patch_api.hpp ----
 /// \file
 /// The patch API that needs no RE2 (replacement, find_patch_replacement, clear_patch_mapping,
 /// Replaceable, make_replaceable, register_replaceable, patch_output_recorders,
@@ -4916,7 +4911,7 @@ const T& tuple_object(const OutputTuple& tuple, std::size_t i) {
 #include <string_view>
 #include <vector>
 
-// ---- begin tracetorch/detail/capture/replaceable.hpp ----
+// ---- begin tracetorch/capture/replaceable.hpp ----
 /// \file
 /// tracetorch::Replaceable, make_replaceable and register_replaceable (documented in
 /// tracetorch/patch_mapping.hpp): a submodule built as the registered replacement of its class, or
@@ -5037,7 +5032,7 @@ Replaceable<Original> register_replaceable(torch::nn::Module& parent, std::strin
 }
 
 }  // namespace tracetorch
-// ---- end tracetorch/detail/capture/replaceable.hpp ----
+// ---- end tracetorch/capture/replaceable.hpp ----
 
 namespace tracetorch {
 
@@ -5097,7 +5092,7 @@ std::vector<PatchedRecorder> patch_output_recorders(const ModelHolder& model) {
 inline void unpatch_output_recorders() { detail::unpatch_all_model_recorders(); }
 
 }  // namespace tracetorch
-// ---- end tracetorch/detail/capture/patch_api.hpp ----
+// ---- end tracetorch/capture/patch_api.hpp ----
 // ---- begin tracetorch/record_map.hpp ----
 /// \file
 /// Record maps, transformers' `_can_record_outputs`: which submodules fill which output field,
@@ -5274,7 +5269,7 @@ OutputOptions merge_with_config_defaults(const Model& model, OutputOptions optio
 ///   ("tracetorch: <file>: <cause>", naming the tensor) and leaves the module as it was. The cost
 ///   is memory: the checkpoint is held once in full (in its own dtype) besides the module.
 ///
-/// The types (Options, Tie, DtypePolicy, Report, Conversion) are in detail/checkpoint/options.hpp;
+/// The types (Options, Tie, DtypePolicy, Report, Conversion) are in checkpoint/options.hpp;
 /// the steps in detail/checkpoint/: shard_path.hpp (where a shard may lie), open.hpp (a folder, a
 /// file or an index, opened and matched), load.hpp (ties, plan, checks, reads, copies).
 
@@ -5315,7 +5310,7 @@ OutputOptions merge_with_config_defaults(const Model& model, OutputOptions optio
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/checkpoint/options.hpp ----
+// ---- begin tracetorch/checkpoint/options.hpp ----
 /// \file
 /// What a checkpoint load is asked (checkpoint::Options) and what it reports (checkpoint::Report),
 /// documented in tracetorch/checkpoint.hpp; here so that the loading steps beside this file can use
@@ -5383,7 +5378,7 @@ namespace tracetorch::detail {
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/checkpoint/options.hpp ----
+// ---- end tracetorch/checkpoint/options.hpp ----
 // ---- begin tracetorch/detail/checkpoint/shard_path.hpp ----
 /// \file
 /// Where an index's shard may lie: a relative name that stays in the index's folder, also after
@@ -5490,7 +5485,7 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/checkpoint/shard_path.hpp ----
-// ---- begin tracetorch/detail/io/safetensors_file.hpp ----
+// ---- begin tracetorch/safetensors/file.hpp ----
 /// \file
 /// The public safetensors API (tracetorch::safetensors: Header, Reader, load, save) with LibTorch
 /// tensors; documented in tracetorch/safetensors.hpp. Here so that detail code (the debugger, the
@@ -5511,7 +5506,7 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/io/atomic_file.hpp ----
+// ---- begin tracetorch/detail/fs/atomic_file.hpp ----
 /// \file
 /// Whole-file writes that never leave a half-written file behind: the bytes go to a
 /// temporary file beside the target, which is renamed over it only once complete.
@@ -5528,7 +5523,7 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
 #include <sys/stat.h>  // lstat
 #include <unistd.h>
 
-// ---- begin tracetorch/detail/io/checked_file.hpp ----
+// ---- begin tracetorch/detail/fs/checked_file.hpp ----
 /// \file
 /// CheckedFile: the writing end shared by AtomicFileWriter and StagedFileWriter. Every failure
 /// throws tracetorch::Error naming the file as the user knows it and the cause.
@@ -5600,35 +5595,13 @@ class CheckedFile {
 };
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/checked_file.hpp ----
-// ---- begin tracetorch/detail/io/staged_directory.hpp ----
+// ---- end tracetorch/detail/fs/checked_file.hpp ----
+// ---- begin tracetorch/detail/fs/directory_at.hpp ----
 /// \file
-/// StagedDirectory: the fresh, flocked sibling of a target that a trace is written into before
-/// publish(), and the unique names beside the target (staging and kept names, random_hex).
-
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <filesystem>
-#include <functional>
-#include <optional>
-#include <random>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <utility>
-
-// ---- begin tracetorch/detail/io/directory_at.hpp ----
-/// \file
-/// The directory operations publish() is made of, each relative to a directory's descriptor:
-/// renameat2 (exchange, no-replace), an entry's existence, a directory's names, fsync of a
+/// The directory operations publishing is made of, each relative to a directory's descriptor,
+/// each written here only: renameat2 (exchange, no-replace), exchange-else-rename, the name of a
+/// file set aside, an entry's existence, a directory's names and the removal of the entries not
+/// kept, fsync of a
 /// directory, the copy of a file or a symbolic link from one directory to another where a hard
 /// link fails, and the removal of a tree through its descriptor. Linux only; no LibTorch.
 
@@ -5639,12 +5612,14 @@ class CheckedFile {
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
-// ---- begin tracetorch/detail/io/directory_lock.hpp ----
+// ---- begin tracetorch/detail/fs/directory_lock.hpp ----
 /// \file
 /// DirectoryLock: a bounded, polled flock on a directory inode that a path names (LockMode), and
 /// the small POSIX helpers that it, StagedDirectory and publish() share (UniqueFd, fail, same_inode).
@@ -5664,10 +5639,10 @@ class CheckedFile {
 #include <thread>
 #include <utility>
 
-// ---- begin tracetorch/detail/io/fault_injection.hpp ----
+// ---- begin tracetorch/detail/fs/fault_injection.hpp ----
 /// \file
 /// A hook for tests to fail one step of publishing a trace as if its system call had failed
-/// (tests/test_trace_publish.cpp). Unset, it costs one relaxed atomic load per step.
+/// (tests/test_debugger_trace_publish.cpp). Unset, it costs one relaxed atomic load per step.
 
 #include <atomic>
 #include <cerrno>
@@ -5691,7 +5666,7 @@ inline bool injected_fault(std::string_view step) noexcept {
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/fault_injection.hpp ----
+// ---- end tracetorch/detail/fs/fault_injection.hpp ----
 
 namespace tracetorch::detail {
 
@@ -5804,7 +5779,7 @@ class DirectoryLock {
 };
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/directory_lock.hpp ----
+// ---- end tracetorch/detail/fs/directory_lock.hpp ----
 
 namespace tracetorch::detail {
 
@@ -5816,6 +5791,26 @@ inline constexpr unsigned kRenameExchange = 2;   // RENAME_EXCHANGE
 /// renameat2 by its system call: glibc has a wrapper only from 2.28.
 inline int rename_at(int from_dir, const char* from, int to_dir, const char* to, unsigned flags) {
   return static_cast<int>(::syscall(SYS_renameat2, from_dir, from, to_dir, to, flags));
+}
+
+/// Gives `from` (in `from_dir`) the name `to` (in `to_dir`) in one step. Where `to` is a regular
+/// file the two are exchanged (RENAME_EXCHANGE): the replaced file then has the name `from`, for
+/// the caller to keep or remove, and 1 is returned. Elsewhere (nothing there yet, a filesystem or
+/// kernel without exchange) a plain rename: 0. -1 with errno on failure.
+inline int exchange_or_rename_at(int from_dir, const char* from, int to_dir, const char* to) {
+  struct stat existing {};
+  if (::fstatat(to_dir, to, &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(existing.st_mode)) {
+    if (rename_at(from_dir, from, to_dir, to, kRenameExchange) == 0) return 1;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOENT) return -1;  // ENOENT: it went meanwhile
+  }
+  return ::renameat(from_dir, from, to_dir, to) == 0 ? 0 : -1;
+}
+
+/// The name a staged file is set aside under when a later file takes its name: number `n`.
+inline constexpr std::size_t kAsideNameSize = 40;
+inline const char* aside_name(unsigned n, char (&buffer)[kAsideNameSize]) noexcept {
+  std::snprintf(buffer, kAsideNameSize, ".tracetorch-aside-%u", n);
+  return buffer;
 }
 
 inline bool exists_at(int dir, const char* name) {
@@ -5840,6 +5835,15 @@ inline std::vector<std::string> entries_of(int dir) {
   }
   ::closedir(stream);
   return names;
+}
+
+/// Removes every entry of the directory open at `dir` whose name is not one of `kept`.
+template <class Names>
+void remove_entries_except(int dir, const Names& kept) {
+  const std::set<std::string_view> wanted(kept.begin(), kept.end());
+  for (const auto& entry : entries_of(dir)) {
+    if (!wanted.contains(entry)) ::unlinkat(dir, entry.c_str(), 0);
+  }
 }
 
 inline void sync_directory(const std::filesystem::path& directory) {
@@ -5920,7 +5924,31 @@ inline void remove_locked_tree(int parent, const std::string& name, int fd) {
 }  // namespace publish_detail
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/directory_at.hpp ----
+// ---- end tracetorch/detail/fs/directory_at.hpp ----
+// ---- begin tracetorch/detail/fs/staged_directory.hpp ----
+/// \file
+/// StagedDirectory: the fresh, flocked sibling of a target that a trace is written into before
+/// publish(), and the unique names beside the target (staging and kept names, random_hex).
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
 
 namespace tracetorch::detail {
 
@@ -6122,7 +6150,7 @@ class StagedDirectory {
 };
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/staged_directory.hpp ----
+// ---- end tracetorch/detail/fs/staged_directory.hpp ----
 
 namespace tracetorch::detail {
 
@@ -6150,18 +6178,9 @@ inline std::filesystem::path unique_temp_path(const std::filesystem::path& targe
 inline bool replace_file_keeping_old(const std::filesystem::path& staged, const std::filesystem::path& target,
                                      std::error_code& ec) {
   ec.clear();
-#ifdef RENAME_EXCHANGE
-  struct stat existing {};
-  if (::lstat(target.c_str(), &existing) == 0 && S_ISREG(existing.st_mode)) {
-    if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) return true;
-    if (errno != EINVAL && errno != ENOSYS && errno != ENOENT) {
-      ec = std::error_code(errno, std::generic_category());
-      return false;
-    }
-  }
-#endif
-  std::filesystem::rename(staged, target, ec);
-  return false;
+  const int how = publish_detail::exchange_or_rename_at(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str());
+  if (how < 0) ec = std::error_code(errno, std::generic_category());
+  return how == 1;
 }
 
 /// replace_file_keeping_old, then the replaced file is removed.
@@ -6230,8 +6249,8 @@ inline void write_file_atomically(const std::filesystem::path& target, std::stri
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/atomic_file.hpp ----
-// ---- begin tracetorch/detail/io/safetensors_format.hpp ----
+// ---- end tracetorch/detail/fs/atomic_file.hpp ----
+// ---- begin tracetorch/detail/safetensors/format.hpp ----
 /// \file
 /// The safetensors format without LibTorch: its dtype names, and the parsing and validation of
 /// a header (JSON, shapes, offsets) from plain bytes, so that it can be fuzzed on its own.
@@ -6654,8 +6673,8 @@ inline ParsedSafetensorsHeader parse_safetensors_header(std::span<const unsigned
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/safetensors_format.hpp ----
-// ---- begin tracetorch/detail/io/safetensors_torch.hpp ----
+// ---- end tracetorch/detail/safetensors/format.hpp ----
+// ---- begin tracetorch/detail/safetensors/torch.hpp ----
 /// \file
 /// Where the safetensors format meets LibTorch: dtype names to c10::ScalarType and back, and
 /// writing tensors' bytes after a header from safetensors_header_writer.hpp.
@@ -6674,7 +6693,7 @@ inline ParsedSafetensorsHeader parse_safetensors_header(std::span<const unsigned
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/io/safetensors_header_writer.hpp ----
+// ---- begin tracetorch/detail/safetensors/header_writer.hpp ----
 /// \file
 /// The safetensors header as the project's Python reference writer lays it out, without
 /// LibTorch: compact JSON, ensure_ascii strings, `__metadata__` last, padded to 8 bytes.
@@ -6826,7 +6845,7 @@ inline std::array<unsigned char, 8> safetensors_length_prefix(std::uint64_t leng
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/safetensors_header_writer.hpp ----
+// ---- end tracetorch/detail/safetensors/header_writer.hpp ----
 
 namespace tracetorch::detail {
 
@@ -6958,8 +6977,8 @@ void write_safetensors(Writer& writer, const std::filesystem::path& path, const 
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/safetensors_torch.hpp ----
-// ---- begin tracetorch/detail/io/stdio_file.hpp ----
+// ---- end tracetorch/detail/safetensors/torch.hpp ----
+// ---- begin tracetorch/detail/fs/stdio_file.hpp ----
 /// \file
 /// Reading a regular file in pieces at given offsets through stdio, with errors that name the
 /// file: the safetensors reader and the checkpoint index read this way.
@@ -6976,7 +6995,7 @@ void write_safetensors(Writer& writer, const std::filesystem::path& path, const 
 #include <string>
 #include <utility>
 
-// ---- begin tracetorch/detail/io/read_file.hpp ----
+// ---- begin tracetorch/detail/fs/read_file.hpp ----
 // Opening files that come from outside (weights, input ids, configs, traces, the scanner's test
 // files): one check shared by every reader, so that each refuses the same things the same way.
 // A FIFO, socket or device is refused before it is opened for reading (opening a FIFO blocks
@@ -7103,7 +7122,7 @@ inline void refuse_link_out_of(const std::filesystem::path& dir, const std::file
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/read_file.hpp ----
+// ---- end tracetorch/detail/fs/read_file.hpp ----
 
 namespace tracetorch::detail {
 
@@ -7141,7 +7160,7 @@ inline void read_exactly(std::FILE* file, const std::filesystem::path& path, std
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/stdio_file.hpp ----
+// ---- end tracetorch/detail/fs/stdio_file.hpp ----
 
 namespace tracetorch::safetensors {
 
@@ -7334,7 +7353,7 @@ inline void save(const std::filesystem::path& path, const torch::Tensor& tensor)
 }
 
 }  // namespace tracetorch::safetensors
-// ---- end tracetorch/detail/io/safetensors_file.hpp ----
+// ---- end tracetorch/safetensors/file.hpp ----
 
 namespace tracetorch::detail {
 
@@ -7762,7 +7781,7 @@ inline void load_state_dict(torch::nn::Module& module, const std::map<std::strin
 /// that loader it ignores unknown fields in an entry and reads `"__metadata__": null` as none.
 ///
 /// The format itself (header parsing and validation, no LibTorch) is
-/// detail/io/safetensors_format.hpp; its meeting with LibTorch is detail/io/safetensors_torch.hpp.
+/// detail/safetensors/format.hpp; its meeting with LibTorch is detail/safetensors/torch.hpp.
 
 // ---- end tracetorch/safetensors.hpp ----
 
@@ -7828,7 +7847,7 @@ inline Report load(torch::nn::Module& module, const std::filesystem::path& path,
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/io/config_struct.hpp ----
+// ---- begin tracetorch/detail/config/config_struct.hpp ----
 /// \file
 /// A config struct declared with TRACETORCH_CONFIG (tracetorch/config_file.hpp) read from, and
 /// written to, a JSON object field by field: nested config structs, lists and maps of them, and
@@ -7847,7 +7866,7 @@ inline Report load(torch::nn::Module& module, const std::filesystem::path& path,
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/io/config_value.hpp ----
+// ---- begin tracetorch/detail/config/config_value.hpp ----
 /// \file
 /// One value of a transformers config.json converted to a C++ field (ConfigFile::read): the
 /// conversion, or why it cannot be made ("must be an integer"), for the caller to name the key.
@@ -7928,7 +7947,7 @@ std::optional<std::string> convert_config_value(const boost::json::value& value,
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/config_value.hpp ----
+// ---- end tracetorch/detail/config/config_value.hpp ----
 
 namespace tracetorch::detail {
 
@@ -8116,8 +8135,8 @@ void set_config_field_at(T& config, std::string_view key, const boost::json::val
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/config_struct.hpp ----
-// ---- begin tracetorch/detail/io/python_literal.hpp ----
+// ---- end tracetorch/detail/config/config_struct.hpp ----
+// ---- begin tracetorch/detail/config/python_literal.hpp ----
 /// \file
 /// A Python literal as a command line gives it (`True`, `None`, `1e-6`, `'gelu'`, `[1, 2]`,
 /// `(1, 2)`, `{'factor': 8.0}`) or JSON text, parsed into a boost::json::value: what
@@ -8237,7 +8256,7 @@ class JsonLiteralParser {
 inline boost::json::value parse_python_literal_as_json(std::string_view text) { return JsonLiteralParser(text).parse(); }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/python_literal.hpp ----
+// ---- end tracetorch/detail/config/python_literal.hpp ----
 // ---- begin tracetorch/config_struct.hpp ----
 /// \file
 /// `TRACETORCH_CONFIG(Type, field...)` alone: what a model header needs to declare its config
@@ -10293,7 +10312,7 @@ class SpareFilesRegistry {
 #include <string_view>
 #include <vector>
 
-// ---- begin tracetorch/detail/io/publish.hpp ----
+// ---- begin tracetorch/detail/fs/publish.hpp ----
 /// \file
 /// publish(): gives a StagedDirectory its target's name in one step (renameat2 RENAME_EXCHANGE),
 /// carrying over the entries it keeps and removing abandoned staging directories first.
@@ -10630,7 +10649,7 @@ inline std::optional<StagedDirectory> publish(StagedDirectory&& staged, const Ca
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/publish.hpp ----
+// ---- end tracetorch/detail/fs/publish.hpp ----
 
 namespace tracetorch::detail {
 
@@ -10679,7 +10698,7 @@ inline void keep_or_drop_spares(std::unique_ptr<TraceStaging>& staging, const Pu
 
 /// One renameat2 between the directories open at `from` and `to` (the same name in both).
 inline int rename_between(int from, int to, const std::string& name, unsigned flags) {
-  return static_cast<int>(::syscall(SYS_renameat2, from, name.c_str(), to, name.c_str(), flags));
+  return publish_detail::rename_at(from, name.c_str(), to, name.c_str(), flags);
 }
 
 struct Placed {
@@ -10701,12 +10720,7 @@ inline bool restore(int staging, int tree, const std::vector<Placed>& placed) {
 /// previous version stays in `staging`); -1 with errno on failure, else 1 (exchanged) or 0.
 inline int place_file(int staging, int tree, const std::string& name) {
   if (injected_fault("place")) return -1;
-  struct stat existing {};
-  if (::fstatat(tree, name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(existing.st_mode)) {
-    if (rename_between(staging, tree, name, publish_detail::kRenameExchange) == 0) return 1;
-    if (errno != EINVAL && errno != ENOSYS) return -1;
-  }
-  return ::renameat(staging, name.c_str(), tree, name.c_str()) == 0 ? 0 : -1;
+  return publish_detail::exchange_or_rename_at(staging, name.c_str(), tree, name.c_str());
 }
 
 }  // namespace trace_publish_detail
@@ -10758,10 +10772,7 @@ inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& 
     } catch (const CannotExchange&) {
       state.exchange_refused = true;
       // Links to carried-over entries may be in it now: it must hold the trace's files only.
-      const std::set<std::string_view> wanted(names.begin(), names.end());
-      for (const auto& entry : publish_detail::entries_of(staging->fd())) {
-        if (!wanted.contains(entry)) ::unlinkat(staging->fd(), entry.c_str(), 0);
-      }
+      publish_detail::remove_entries_except(staging->fd(), names);
     }
   }
   place_file_by_file(staging, state, names);
@@ -11064,7 +11075,7 @@ class CallTree {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/debugger/trace_tree.hpp ----
-// ---- begin tracetorch/detail/io/staged_file_writer.hpp ----
+// ---- begin tracetorch/detail/fs/staged_file_writer.hpp ----
 /// \file
 /// StagedFileWriter: writes one file of a staging directory through the directory's descriptor,
 /// over the file already there where that is safe (a spare of the previous trace).
@@ -11137,7 +11148,7 @@ class StagedFileWriter {
 };
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/io/staged_file_writer.hpp ----
+// ---- end tracetorch/detail/fs/staged_file_writer.hpp ----
 
 namespace tracetorch::detail {
 
@@ -11332,7 +11343,7 @@ class TraceFiles {
     std::pmr::string name;
     unsigned aside;
   };
-  static constexpr std::size_t kAsideNameSize = 40;
+  static constexpr std::size_t kAsideNameSize = publish_detail::kAsideNameSize;
   /// Looks names up by string_view (no copy).
   struct NameHash {
     using is_transparent = void;
@@ -11342,8 +11353,7 @@ class TraceFiles {
   /// Where `file` is in the staging directory; `buffer` holds the name of a file set aside.
   static const char* staged_name(const StagedFile& file, char (&buffer)[kAsideNameSize]) noexcept {
     if (file.aside == 0) return file.name.c_str();
-    std::snprintf(buffer, kAsideNameSize, ".tracetorch-aside-%u", file.aside);
-    return buffer;
+    return publish_detail::aside_name(file.aside, buffer);
   }
 
   static std::string tensor_file_name(const std::string& stem) {
@@ -11390,8 +11400,7 @@ class TraceFiles {
       if (it->aside != 0 || std::string_view(it->name) != name) continue;
       char aside[kAsideNameSize];
       const unsigned number = ++set_aside_;
-      std::snprintf(aside, sizeof aside, ".tracetorch-aside-%u", number);
-      if (::renameat(staging_->fd(), name.c_str(), staging_->fd(), aside) != 0) {
+      if (::renameat(staging_->fd(), name.c_str(), staging_->fd(), publish_detail::aside_name(number, aside)) != 0) {
         throw Error("tracetorch: cannot write " + (debug_path_ / name).string() + ": " + std::strerror(errno));
       }
       it->aside = number;
@@ -11414,10 +11423,7 @@ class TraceFiles {
   /// Removes from the staging directory whatever is not one of `names`: spares this forward did
   /// not write over, files set aside. It then holds exactly the new trace.
   void keep_only(const std::vector<std::string>& names) {
-    const std::set<std::string_view> wanted(names.begin(), names.end());
-    for (const auto& entry : publish_detail::entries_of(staging_->fd())) {
-      if (!wanted.contains(entry)) ::unlinkat(staging_->fd(), entry.c_str(), 0);
-    }
+    publish_detail::remove_entries_except(staging_->fd(), names);
   }
 
   std::filesystem::path debug_path_;
@@ -11910,7 +11916,7 @@ inline DebuggerScope open_debugger(torch::nn::Module& model, const std::string& 
   return DebuggerScope(ScopeAccess(), std::move(session), std::move(attachments), std::move(nonfinite));
 }
 
-/// What `debug_io=true` in a call's options runs (detail/debugger/debug_io.hpp): the call, traced.
+/// What `debug_io=true` in a call's options runs (detail/module/debug_io.hpp): the call, traced.
 inline void run_debug_io(torch::nn::Module& root, std::string_view root_name, const DebugIoRequest& request,
                          const std::function<void()>& call) {
   const auto scope = open_debugger(root, std::string(root_name),
@@ -12574,7 +12580,7 @@ NonFiniteScope find_nonfinite(torch::nn::ModuleHolder<ModuleType>& model) {
 ///
 /// `replacement<T, Args...>()`, `find_patch_replacement`, `clear_patch_mapping`, `Replaceable`,
 /// `make_replaceable`, `register_replaceable`, `patch_output_recorders` and
-/// `unpatch_output_recorders` are defined in detail/capture/patch_api.hpp, which capture.hpp
+/// `unpatch_output_recorders` are defined in capture/patch_api.hpp, which capture.hpp
 /// includes too: model code gets them without RE2's header. Registering needs this header.
 ///
 /// \code

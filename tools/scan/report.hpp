@@ -18,7 +18,7 @@
 #include <vector>
 
 #include <tracetorch/detail/text/python_json.hpp>  // append_python_json
-#include <tracetorch/detail/testing/common_test_names.hpp>  // common_test_names
+#include <tracetorch/testing/common_test_names.hpp>  // common_test_names
 
 #include "common.hpp"
 #include "tester_parser.hpp"

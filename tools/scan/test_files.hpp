@@ -9,7 +9,7 @@
 #include <system_error>
 #include <vector>
 
-#include <tracetorch/detail/io/read_file.hpp>  // read_regular_file, kMaxSourceBytes, FileRefused
+#include <tracetorch/detail/fs/read_file.hpp>  // read_regular_file, kMaxSourceBytes, FileRefused
 
 #include "common.hpp"
 

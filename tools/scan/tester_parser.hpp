@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include <tracetorch/detail/testing/common_test_names.hpp>  // is_common_test
+#include <tracetorch/testing/common_test_names.hpp>  // is_common_test
 
 #include "common.hpp"
 #include "source_lexer.hpp"

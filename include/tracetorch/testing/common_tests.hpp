@@ -12,4 +12,4 @@
 /// };
 /// \endcode
 
-#include "tracetorch/detail/testing/common_test_names.hpp"
+#include "tracetorch/testing/common_test_names.hpp"

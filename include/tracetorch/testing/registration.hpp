@@ -11,7 +11,7 @@
 #include <string_view>
 #include <tuple>
 
-#include "tracetorch/detail/testing/common_test_names.hpp"
+#include "tracetorch/testing/common_test_names.hpp"
 #include "tracetorch/testing/consistency_tests.hpp"
 #include "tracetorch/testing/output_tests.hpp"
 #include "tracetorch/testing/tester.hpp"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "tracetorch/capture.hpp"
-#include "tracetorch/detail/testing/common_test_names.hpp"
+#include "tracetorch/testing/common_test_names.hpp"
 
 namespace tracetorch::testing {
 

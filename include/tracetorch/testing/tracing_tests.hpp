@@ -18,7 +18,7 @@
 
 #include "tracetorch/debugger.hpp"
 #include "tracetorch/detail/module/attachments.hpp"
-#include "tracetorch/detail/io/read_file.hpp"
+#include "tracetorch/detail/fs/read_file.hpp"
 #include "tracetorch/testing/checks.hpp"
 #include "tracetorch/testing/fixture.hpp"
 #include "tracetorch/testing/tester.hpp"
@@ -34,7 +34,7 @@ inline void collect_module_paths(const boost::json::value& node, std::set<std::s
   }
 }
 
-/// A trace JSON file, through the shared check (detail/io/read_file.hpp) like every reader.
+/// A trace JSON file, through the shared check (detail/fs/read_file.hpp) like every reader.
 inline std::string read_text(const std::filesystem::path& path) {
   return tracetorch::detail::read_regular_file(path, tracetorch::detail::kMaxTraceJsonBytes, "a trace JSON file");
 }

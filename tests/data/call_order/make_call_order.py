@@ -10,7 +10,7 @@ Run with /usr/bin/python3 (torch 1.13.1), giving the directory of the reference 
 `**kwargs`, which it hands on to each layer, which hands them on to self_attn, as upstream's
 Qwen2-MoE passes `output_router_logits`. The input is arange(6).reshape(2, 3) in float32, so no
 tensor data is stored. Per case: the SUMMARY file (use_repr=True) as text. The C++ test
-(tests/test_call_order.cpp) builds the same model and compares its trace, byte for byte.
+(tests/test_kwargs_call_order.cpp) builds the same model and compares its trace, byte for byte.
 """
 
 import json

@@ -16,7 +16,7 @@
 
 #include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/capture/output_fields.hpp"
-#include "tracetorch/detail/capture/output_options.hpp"
+#include "tracetorch/capture/output_options.hpp"
 #include "tracetorch/detail/capture/record_index.hpp"
 #include "tracetorch/detail/capture/session.hpp"
 

@@ -11,8 +11,8 @@
 
 #include <re2/re2.h>
 
-#include "tracetorch/detail/capture/patch_registry.hpp"
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/capture/patch_registry.hpp"
+#include "tracetorch/error.hpp"
 
 namespace tracetorch::detail {
 

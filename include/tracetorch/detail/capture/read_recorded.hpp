@@ -16,7 +16,7 @@
 #include <type_traits>
 
 #include "tracetorch/detail/capture/record_index.hpp"
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 #include "tracetorch/detail/module/call.hpp"
 
 namespace tracetorch::detail {

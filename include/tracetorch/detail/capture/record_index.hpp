@@ -14,7 +14,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "tracetorch/detail/capture/call_keywords.hpp"
+#include "tracetorch/capture/call_keywords.hpp"
 #include "tracetorch/detail/capture/output_fields.hpp"
 #include "tracetorch/detail/module/serialize.hpp"
 #include "tracetorch/detail/module/holder.hpp"

@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/capture/capturing_models.hpp"
-#include "tracetorch/detail/capture/output_options.hpp"
+#include "tracetorch/capture/capturing_models.hpp"
+#include "tracetorch/capture/output_options.hpp"
 #include "tracetorch/detail/capture/read_recorded.hpp"
-#include "tracetorch/detail/capture/recorder.hpp"
+#include "tracetorch/capture/recorder.hpp"
 #include "tracetorch/detail/capture/session.hpp"
 #include "tracetorch/detail/module/holder.hpp"
 

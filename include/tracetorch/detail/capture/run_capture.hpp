@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/capture/capturing_models.hpp"
+#include "tracetorch/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/fill_output.hpp"
-#include "tracetorch/detail/capture/output_options.hpp"
+#include "tracetorch/capture/output_options.hpp"
 #include "tracetorch/detail/capture/recorder_specs.hpp"
 #include "tracetorch/detail/capture/session.hpp"
 

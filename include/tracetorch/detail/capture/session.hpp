@@ -18,11 +18,11 @@
 
 #include "tracetorch/detail/module/attachments.hpp"
 #include "tracetorch/detail/module/call.hpp"
-#include "tracetorch/detail/capture/call_keywords.hpp"
-#include "tracetorch/detail/capture/capturing_models.hpp"
-#include "tracetorch/detail/capture/output_options.hpp"
+#include "tracetorch/capture/call_keywords.hpp"
+#include "tracetorch/capture/capturing_models.hpp"
+#include "tracetorch/capture/output_options.hpp"
 #include "tracetorch/detail/capture/record_index.hpp"
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 
 namespace tracetorch::detail {
 

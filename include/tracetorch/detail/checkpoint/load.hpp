@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tracetorch/detail/checkpoint/open.hpp"
-#include "tracetorch/detail/checkpoint/options.hpp"
+#include "tracetorch/checkpoint/options.hpp"
 #include "tracetorch/detail/nn/state_dict.hpp"
 #include "tracetorch/detail/text/message_text.hpp"
 

@@ -16,11 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/checkpoint/options.hpp"
+#include "tracetorch/checkpoint/options.hpp"
 #include "tracetorch/detail/checkpoint/shard_path.hpp"
-#include "tracetorch/detail/io/safetensors_file.hpp"
-#include "tracetorch/detail/io/safetensors_format.hpp"
-#include "tracetorch/detail/io/stdio_file.hpp"
+#include "tracetorch/safetensors/file.hpp"
+#include "tracetorch/detail/safetensors/format.hpp"
+#include "tracetorch/detail/fs/stdio_file.hpp"
 #include "tracetorch/detail/text/json_unique_keys.hpp"
 #include "tracetorch/detail/text/message_text.hpp"
 

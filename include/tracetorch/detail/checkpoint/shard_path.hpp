@@ -7,7 +7,7 @@
 #include <string>
 #include <system_error>
 
-#include "tracetorch/detail/checkpoint/options.hpp"
+#include "tracetorch/checkpoint/options.hpp"
 #include "tracetorch/detail/text/message_text.hpp"
 
 namespace tracetorch::detail {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "tracetorch/detail/module/call.hpp"
-#include "tracetorch/detail/trace/format.hpp"
-#include "tracetorch/detail/repr/float_repr.hpp"
+#include "tracetorch/detail/trace_format/format.hpp"
+#include "tracetorch/detail/text/float_repr.hpp"
 #include "tracetorch/detail/repr/string_repr.hpp"
 #include "tracetorch/detail/repr/torch_names.hpp"
 

@@ -22,7 +22,7 @@
 #include "tracetorch/detail/debugger/tensor_record.hpp"
 #include "tracetorch/detail/debugger/trace_files.hpp"
 #include "tracetorch/detail/debugger/trace_tree.hpp"
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 
 namespace tracetorch::detail {
 

@@ -18,7 +18,7 @@
 #include <system_error>
 #include <utility>
 
-#include "tracetorch/detail/io/staged_directory.hpp"
+#include "tracetorch/detail/fs/staged_directory.hpp"
 
 namespace tracetorch::detail {
 

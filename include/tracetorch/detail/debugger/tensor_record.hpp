@@ -18,7 +18,7 @@
 #include "tracetorch/detail/debugger/repeated_tensors.hpp"
 #include "tracetorch/detail/debugger/tensor_stats.hpp"
 #include "tracetorch/detail/debugger/trace_files.hpp"
-#include "tracetorch/detail/trace/format.hpp"
+#include "tracetorch/detail/trace_format/format.hpp"
 #include "tracetorch/detail/repr/tensor_repr.hpp"
 #include "tracetorch/detail/repr/torch_names.hpp"
 

@@ -19,7 +19,7 @@
 #endif
 
 #include "tracetorch/detail/debugger/call_json.hpp"  // set_text
-#include "tracetorch/detail/trace/format.hpp"
+#include "tracetorch/detail/trace_format/format.hpp"
 #include "tracetorch/detail/repr/tensor_repr.hpp"
 
 namespace tracetorch::detail {

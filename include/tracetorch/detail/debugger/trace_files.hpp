@@ -31,10 +31,10 @@
 #include "tracetorch/detail/debugger/spare_files.hpp"
 #include "tracetorch/detail/debugger/trace_publish.hpp"
 #include "tracetorch/detail/debugger/trace_tree.hpp"
-#include "tracetorch/detail/error.hpp"
-#include "tracetorch/detail/io/safetensors_torch.hpp"  // write_safetensors
-#include "tracetorch/detail/io/staged_file_writer.hpp"
-#include "tracetorch/detail/trace/format.hpp"
+#include "tracetorch/error.hpp"
+#include "tracetorch/detail/safetensors/torch.hpp"  // write_safetensors
+#include "tracetorch/detail/fs/staged_file_writer.hpp"
+#include "tracetorch/detail/trace_format/format.hpp"
 
 namespace tracetorch::detail {
 
@@ -229,7 +229,7 @@ class TraceFiles {
     std::pmr::string name;
     unsigned aside;
   };
-  static constexpr std::size_t kAsideNameSize = 40;
+  static constexpr std::size_t kAsideNameSize = publish_detail::kAsideNameSize;
   /// Looks names up by string_view (no copy).
   struct NameHash {
     using is_transparent = void;
@@ -239,8 +239,7 @@ class TraceFiles {
   /// Where `file` is in the staging directory; `buffer` holds the name of a file set aside.
   static const char* staged_name(const StagedFile& file, char (&buffer)[kAsideNameSize]) noexcept {
     if (file.aside == 0) return file.name.c_str();
-    std::snprintf(buffer, kAsideNameSize, ".tracetorch-aside-%u", file.aside);
-    return buffer;
+    return publish_detail::aside_name(file.aside, buffer);
   }
 
   static std::string tensor_file_name(const std::string& stem) {
@@ -287,8 +286,7 @@ class TraceFiles {
       if (it->aside != 0 || std::string_view(it->name) != name) continue;
       char aside[kAsideNameSize];
       const unsigned number = ++set_aside_;
-      std::snprintf(aside, sizeof aside, ".tracetorch-aside-%u", number);
-      if (::renameat(staging_->fd(), name.c_str(), staging_->fd(), aside) != 0) {
+      if (::renameat(staging_->fd(), name.c_str(), staging_->fd(), publish_detail::aside_name(number, aside)) != 0) {
         throw Error("tracetorch: cannot write " + (debug_path_ / name).string() + ": " + std::strerror(errno));
       }
       it->aside = number;
@@ -311,10 +309,7 @@ class TraceFiles {
   /// Removes from the staging directory whatever is not one of `names`: spares this forward did
   /// not write over, files set aside. It then holds exactly the new trace.
   void keep_only(const std::vector<std::string>& names) {
-    const std::set<std::string_view> wanted(names.begin(), names.end());
-    for (const auto& entry : publish_detail::entries_of(staging_->fd())) {
-      if (!wanted.contains(entry)) ::unlinkat(staging_->fd(), entry.c_str(), 0);
-    }
+    publish_detail::remove_entries_except(staging_->fd(), names);
   }
 
   std::filesystem::path debug_path_;

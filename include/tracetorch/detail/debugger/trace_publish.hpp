@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "tracetorch/detail/debugger/spare_files.hpp"
-#include "tracetorch/detail/error.hpp"
-#include "tracetorch/detail/io/directory_lock.hpp"
-#include "tracetorch/detail/io/fault_injection.hpp"
-#include "tracetorch/detail/io/publish.hpp"
+#include "tracetorch/error.hpp"
+#include "tracetorch/detail/fs/directory_lock.hpp"
+#include "tracetorch/detail/fs/fault_injection.hpp"
+#include "tracetorch/detail/fs/publish.hpp"
 
 namespace tracetorch::detail {
 
@@ -70,7 +70,7 @@ inline void keep_or_drop_spares(std::unique_ptr<TraceStaging>& staging, const Pu
 
 /// One renameat2 between the directories open at `from` and `to` (the same name in both).
 inline int rename_between(int from, int to, const std::string& name, unsigned flags) {
-  return static_cast<int>(::syscall(SYS_renameat2, from, name.c_str(), to, name.c_str(), flags));
+  return publish_detail::rename_at(from, name.c_str(), to, name.c_str(), flags);
 }
 
 struct Placed {
@@ -92,12 +92,7 @@ inline bool restore(int staging, int tree, const std::vector<Placed>& placed) {
 /// previous version stays in `staging`); -1 with errno on failure, else 1 (exchanged) or 0.
 inline int place_file(int staging, int tree, const std::string& name) {
   if (injected_fault("place")) return -1;
-  struct stat existing {};
-  if (::fstatat(tree, name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(existing.st_mode)) {
-    if (rename_between(staging, tree, name, publish_detail::kRenameExchange) == 0) return 1;
-    if (errno != EINVAL && errno != ENOSYS) return -1;
-  }
-  return ::renameat(staging, name.c_str(), tree, name.c_str()) == 0 ? 0 : -1;
+  return publish_detail::exchange_or_rename_at(staging, name.c_str(), tree, name.c_str());
 }
 
 }  // namespace trace_publish_detail
@@ -149,10 +144,7 @@ inline void publish_trace(std::unique_ptr<TraceStaging>& staging, PublishState& 
     } catch (const CannotExchange&) {
       state.exchange_refused = true;
       // Links to carried-over entries may be in it now: it must hold the trace's files only.
-      const std::set<std::string_view> wanted(names.begin(), names.end());
-      for (const auto& entry : publish_detail::entries_of(staging->fd())) {
-        if (!wanted.contains(entry)) ::unlinkat(staging->fd(), entry.c_str(), 0);
-      }
+      publish_detail::remove_entries_except(staging->fd(), names);
     }
   }
   place_file_by_file(staging, state, names);

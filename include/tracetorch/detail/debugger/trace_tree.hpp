@@ -19,7 +19,7 @@
 #include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/debugger/call_json.hpp"
 #include "tracetorch/detail/debugger/forward_memory.hpp"
-#include "tracetorch/detail/trace/format.hpp"
+#include "tracetorch/detail/trace_format/format.hpp"
 #include "tracetorch/detail/text/python_json.hpp"
 
 namespace tracetorch::detail {

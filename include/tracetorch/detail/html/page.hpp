@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 #include "tracetorch/detail/html/assets.hpp"
 #include "tracetorch/detail/html/markup.hpp"
 #include "tracetorch/detail/html/module_tree.hpp"

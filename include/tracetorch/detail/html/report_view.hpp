@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 #include "tracetorch/detail/html/markup.hpp"
 
 namespace tracetorch::detail::html {

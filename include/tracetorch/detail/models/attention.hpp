@@ -14,7 +14,7 @@
 #include <tuple>
 #include <utility>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 
 namespace tracetorch::detail {
 

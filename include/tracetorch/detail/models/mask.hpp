@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 
 namespace tracetorch::detail {
 

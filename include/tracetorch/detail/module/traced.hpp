@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "tracetorch/detail/module/call.hpp"
-#include "tracetorch/detail/debugger/debug_io.hpp"
+#include "tracetorch/detail/module/debug_io.hpp"
 #include "tracetorch/detail/nonfinite/watch.hpp"
 #include "tracetorch/detail/program/replay_call.hpp"
 

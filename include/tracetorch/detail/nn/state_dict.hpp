@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 
 namespace tracetorch::nn::detail {
 

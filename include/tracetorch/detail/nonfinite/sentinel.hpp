@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "tracetorch/detail/module/call.hpp"
-#include "tracetorch/detail/nonfinite/finding.hpp"
+#include "tracetorch/nonfinite/finding.hpp"
 #include "tracetorch/detail/nonfinite/values.hpp"
 
 namespace tracetorch::detail {

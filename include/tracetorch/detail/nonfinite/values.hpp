@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "tracetorch/detail/module/call.hpp"
-#include "tracetorch/detail/nonfinite/finding.hpp"
-#include "tracetorch/detail/trace/format.hpp"
+#include "tracetorch/nonfinite/finding.hpp"
+#include "tracetorch/detail/trace_format/format.hpp"
 
 namespace tracetorch::detail {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tracetorch/detail/module/attachments.hpp"
-#include "tracetorch/detail/nonfinite/finding.hpp"
+#include "tracetorch/nonfinite/finding.hpp"
 #include "tracetorch/detail/nonfinite/sentinel.hpp"
 
 namespace tracetorch::detail {

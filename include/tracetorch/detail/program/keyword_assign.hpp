@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 #include "tracetorch/detail/module/keyword_fields.hpp"
 #include "tracetorch/detail/module/serialize.hpp"
 #include "tracetorch/detail/program/python_value.hpp"

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/error.hpp"
-#include "tracetorch/detail/repr/float_repr.hpp"
+#include "tracetorch/error.hpp"
+#include "tracetorch/detail/text/float_repr.hpp"
 #include "tracetorch/detail/repr/string_repr.hpp"
 
 namespace tracetorch::detail {

@@ -2,7 +2,7 @@
 /// \file
 /// Judging one replayed call against its reference: its outputs (where the reference recorded
 /// them) and the arguments it passed to each module it called, value by value with the diff's
-/// tolerance and cross-dtype rules (detail/trace/compare.hpp).
+/// tolerance and cross-dtype rules (detail/diff/compare.hpp).
 
 #include <torch/torch.h>
 
@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "tracetorch/detail/program/replay_types.hpp"
+#include "tracetorch/replay/types.hpp"
 #include "tracetorch/detail/program/replay_observer.hpp"
 #include "tracetorch/detail/program/replay_values.hpp"
 #include "tracetorch/detail/text/message_text.hpp"
-#include "tracetorch/detail/trace/compare.hpp"
+#include "tracetorch/detail/diff/compare.hpp"
 
 namespace tracetorch::detail {
 

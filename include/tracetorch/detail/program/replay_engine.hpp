@@ -16,9 +16,9 @@
 #include "tracetorch/detail/module/attachments.hpp"
 #include "tracetorch/detail/program/replay_compare.hpp"
 #include "tracetorch/detail/program/replay_observer.hpp"
-#include "tracetorch/detail/program/replay_types.hpp"
-#include "tracetorch/detail/trace/reader.hpp"
-#include "tracetorch/detail/trace/tensor_files.hpp"
+#include "tracetorch/replay/types.hpp"
+#include "tracetorch/detail/trace_format/reader.hpp"
+#include "tracetorch/detail/trace_format/tensor_files.hpp"
 
 namespace tracetorch::detail {
 

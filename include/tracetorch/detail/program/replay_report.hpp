@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "tracetorch/detail/program/replay_types.hpp"
+#include "tracetorch/replay/types.hpp"
 
 namespace tracetorch::detail {
 

@@ -17,8 +17,8 @@
 
 #include "tracetorch/detail/debugger/call_json.hpp"
 #include "tracetorch/detail/program/replay_call.hpp"
-#include "tracetorch/detail/trace/reader.hpp"
-#include "tracetorch/detail/trace/tensor_files.hpp"
+#include "tracetorch/detail/trace_format/reader.hpp"
+#include "tracetorch/detail/trace_format/tensor_files.hpp"
 
 namespace tracetorch::detail {
 

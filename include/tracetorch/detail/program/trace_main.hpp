@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "tracetorch/detail/checkpoint/options.hpp"
+#include "tracetorch/checkpoint/options.hpp"
 #include "tracetorch/detail/debugger/session.hpp"  // rank_from_environment
 #include "tracetorch/detail/program/memory_check.hpp"
 #include "tracetorch/detail/program/trace_run.hpp"

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tracetorch/detail/error.hpp"
-#include "tracetorch/detail/io/read_file.hpp"
-#include "tracetorch/detail/io/safetensors_file.hpp"
+#include "tracetorch/error.hpp"
+#include "tracetorch/detail/fs/read_file.hpp"
+#include "tracetorch/safetensors/file.hpp"
 #include "tracetorch/detail/program/root_call.hpp"
 #include "tracetorch/detail/program/trace_arguments.hpp"
 

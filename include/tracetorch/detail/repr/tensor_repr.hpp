@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tracetorch/detail/repr/body_layout.hpp"
-#include "tracetorch/detail/repr/float_repr.hpp"
+#include "tracetorch/detail/text/float_repr.hpp"
 #include "tracetorch/detail/repr/print_options.hpp"
 #include "tracetorch/detail/repr/string_repr.hpp"
 #include "tracetorch/detail/repr/tensor_body.hpp"

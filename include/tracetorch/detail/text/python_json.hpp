@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <string>
 
-#include "tracetorch/detail/repr/float_repr.hpp"
+#include "tracetorch/detail/text/float_repr.hpp"
 #include "tracetorch/detail/text/json_text.hpp"
 #include "tracetorch/detail/text/unicode.hpp"  // append_utf8, for users of this header
 
