@@ -47,12 +47,17 @@ struct Qwen3Config {
   bool output_hidden_states = false;
   bool output_attentions = false;
 
-  /// Reads a transformers config.json (unknown keys ignored); a wrong type, rope_scaling or sizes
-  /// that do not fit together are a tracetorch::Error naming the file and the key.
+  /// Reads a transformers config.json (tracetorch::read_config; unknown keys ignored); a wrong
+  /// type, rope_scaling or sizes that do not fit together are a tracetorch::Error naming the
+  /// file and the key.
   static Qwen3Config from_json_file(const std::filesystem::path& path);
   /// Derives layer_types as Qwen3Config does when they are absent, then checks the sizes.
   void validate(const std::string& where);
 };
+TRACETORCH_CONFIG(Qwen3Config, vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+                  num_key_value_heads, head_dim, hidden_act, max_position_embeddings, rms_norm_eps, use_cache, rope_theta,
+                  attention_bias, use_sliding_window, sliding_window, max_window_layers, layer_types, attention_dropout,
+                  pad_token_id, output_hidden_states, output_attentions);
 
 /// Qwen3DecoderLayer.forward's keywords, in the order Qwen3Model passes them.
 struct Qwen3DecoderLayerKeywords {

@@ -10,29 +10,9 @@ namespace qwen3 {
 
 Qwen3Config Qwen3Config::from_json_file(const std::filesystem::path& path) {
   const tracetorch::ConfigFile file(path);
-  Qwen3Config config;
-  file.read("vocab_size", config.vocab_size);
-  file.read("hidden_size", config.hidden_size);
-  file.read("intermediate_size", config.intermediate_size);
-  file.read("num_hidden_layers", config.num_hidden_layers);
-  file.read("num_attention_heads", config.num_attention_heads);
-  file.read("num_key_value_heads", config.num_key_value_heads);
-  file.read("head_dim", config.head_dim);
-  file.read("hidden_act", config.hidden_act);
-  file.read("max_position_embeddings", config.max_position_embeddings);
-  file.read("rms_norm_eps", config.rms_norm_eps);
-  file.read("use_cache", config.use_cache);
-  file.read("rope_theta", config.rope_theta);
   if (file.has("rope_scaling")) file.fail("rope_scaling", "must be null: only the default rope is ported for Qwen3");
-  file.read("attention_bias", config.attention_bias);
-  file.read("use_sliding_window", config.use_sliding_window);
-  file.read("sliding_window", config.sliding_window);
-  file.read("max_window_layers", config.max_window_layers);
-  file.read("layer_types", config.layer_types);
-  file.read("attention_dropout", config.attention_dropout);
-  file.read("pad_token_id", config.pad_token_id);
-  file.read("output_hidden_states", config.output_hidden_states);
-  file.read("output_attentions", config.output_attentions);
+  Qwen3Config config;
+  tracetorch::read_config(file, config);
   config.validate(path.string());
   return config;
 }

@@ -191,14 +191,9 @@ struct ModelImpl : torch::nn::Module {
 template <class Family>
 using Model = FamilyHolder<ModelImpl<Family>, Family, "Model">;
 
-#ifndef TRACETORCH_DISABLE
-template <class F>
-detail::traceable_tag<Attention<F>> tracetorch_traceable_marker(AttentionImpl<F>*);
-template <class F>
-detail::traceable_tag<DecoderLayer<F>> tracetorch_traceable_marker(DecoderLayerImpl<F>*);
-template <class F>
-detail::traceable_tag<Model<F>> tracetorch_traceable_marker(ModelImpl<F>*);
-#endif
+TRACETORCH_DETAIL_FAMILY_PART_MARKER(Attention)
+TRACETORCH_DETAIL_FAMILY_PART_MARKER(DecoderLayer)
+TRACETORCH_DETAIL_FAMILY_PART_MARKER(Model)
 
 // The member functions, out of class: a port's header can declare `extern template struct
 // ModelImpl<Family>;` and compile them once, in its own source file.

@@ -131,15 +131,17 @@ torch::Tensor RMSNormImpl<Family>::forward(const torch::Tensor& hidden_states) {
   }
 }
 
-#ifndef TRACETORCH_DISABLE
-// Registration markers, as TRACEABLE declares them: from an Impl type to its holder
+// Registration markers, as TRACEABLE declares them: from a family part's Impl type to its holder
 // (tracetorch::is_traceable_v<RMSNormImpl<F>>, capture's record maps).
-template <class F>
-detail::traceable_tag<RMSNorm<F>> tracetorch_traceable_marker(RMSNormImpl<F>*);
-template <class F>
-detail::traceable_tag<RotaryEmbedding<F>> tracetorch_traceable_marker(RotaryEmbeddingImpl<F>*);
-template <class F>
-detail::traceable_tag<GatedMLP<F>> tracetorch_traceable_marker(GatedMLPImpl<F>*);
+#ifndef TRACETORCH_DISABLE
+#define TRACETORCH_DETAIL_FAMILY_PART_MARKER(Part) \
+  template <class F>                               \
+  detail::traceable_tag<Part<F>> tracetorch_traceable_marker(Part##Impl<F>*);
+#else
+#define TRACETORCH_DETAIL_FAMILY_PART_MARKER(Part)
 #endif
+TRACETORCH_DETAIL_FAMILY_PART_MARKER(RMSNorm)
+TRACETORCH_DETAIL_FAMILY_PART_MARKER(RotaryEmbedding)
+TRACETORCH_DETAIL_FAMILY_PART_MARKER(GatedMLP)
 
 }  // namespace tracetorch::models

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tracetorch/capture.hpp"
+#include "tracetorch/detail/capture/replacement_builder.hpp"
 #include "tracetorch/testing/common_test_names.hpp"
 
 namespace tracetorch::testing {
@@ -90,18 +91,10 @@ concept has_attentions = requires(Out& out) { out.attentions.has_value(); out.at
 template <class Out>
 concept has_cross_attentions = requires(Out& out) { out.cross_attentions.has_value(); out.cross_attentions->size(); };
 
-/// The model class behind a holder (`LlamaModel` -> its traced `LlamaModelImpl`), or the type itself.
+/// The model class behind a holder (`LlamaModel` -> its traced `LlamaModelImpl`), or the type itself:
+/// the class patch mapping builds for it.
 template <class T>
-struct model_class {
-  using type = T;
-};
-template <class T>
-  requires requires { typename T::ContainedType; }
-struct model_class<T> {
-  using type = typename T::ContainedType;
-};
-template <class T>
-using model_class_t = typename model_class<T>::type;
+using model_class_t = ::tracetorch::detail::built_type_t<T>;
 
 /// Whether the record map `Records` (a tuple of records) declares `key`.
 template <class Records>
