@@ -27,6 +27,7 @@
 
 #include "tracetorch/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/output_fields.hpp"
+#include "tracetorch/detail/capture/output_option_names.hpp"
 #include "tracetorch/capture/output_options.hpp"
 #include "tracetorch/capture/to_tuple.hpp"
 #include "tracetorch/kwargs.hpp"
@@ -72,21 +73,13 @@ inline bool set_output_option(OutputOptions& options, const std::string& name, c
     if (const bool* set = value.get_if<bool>()) return *set;
     throw Error("tracetorch::output_options: " + name + " must be True or False");
   };
-  for (const auto& [option, member] : kBoolOutputOptions) {
-    if (name == option) {
-      options.*member = flag();
-      return true;
-    }
-  }
-  if (name == "output_hidden_states") {
-    options.output_hidden_states = LayerSelection(flag());
-  } else if (name == "debug_io_dir" && value.get_if<std::string>()) {
-    options.debug_io_dir = *value.get_if<std::string>();
-  } else if (name.starts_with("output_")) {
-    options.output.push_back({OutputKey::named(std::string_view(name).substr(7)), flag()});
-  } else {
-    return false;
-  }
+  const auto text = [&]() -> std::string {
+    if (const std::string* set = value.get_if<std::string>()) return *set;
+    throw Error("tracetorch::output_options: " + name + " must be a str");
+  };
+  if (set_output_option_named(options, name, flag, text)) return true;
+  if (!name.starts_with("output_")) return false;
+  options.output.push_back({OutputKey::named(std::string_view(name).substr(7)), flag()});
   return true;
 }
 
@@ -102,9 +95,9 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
     return std::find(options.call_order.begin(), options.call_order.end(), name) != options.call_order.end();
   };
   for (const auto& name : options.call_order) detail::visit_output_option(options, name, visit);
-  std::vector<std::string> declared = {"output_hidden_states", "output_attentions"};
+  std::vector<std::string> declared(std::begin(detail::kOutputOptionNames), std::begin(detail::kOutputOptionNames) + 2);
   for (const auto& flag : options.output) declared.push_back("output_" + std::string(flag.key.name()));
-  for (const char* name : {"use_cache", "return_dict", "debug_io", "debug_io_dir", "prune_layers"}) declared.emplace_back(name);
+  declared.insert(declared.end(), std::begin(detail::kOutputOptionNames) + 2, std::end(detail::kOutputOptionNames));
   for (const auto& name : declared) {
     if (!in_call_order(name)) detail::visit_output_option(options, name, visit);
   }

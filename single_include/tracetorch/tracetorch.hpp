@@ -1489,6 +1489,49 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
 #include <utility>
 #include <vector>
 
+// ---- begin tracetorch/detail/capture/output_option_names.hpp ----
+/// \file
+/// OutputOptions' keywords by name, set in one place for output_options(kwargs) (output.hpp)
+/// and for a trace program's `--call` and replay (program/keyword_assign.hpp). A template over
+/// the options type: capture/output_options.hpp includes the module headers that include the
+/// program's.
+
+#include <string_view>
+
+namespace tracetorch::detail {
+
+/// OutputOptions' keyword names besides the record keys' `output_<key>` flags, in declaration order.
+inline constexpr std::string_view kOutputOptionNames[] = {"output_hidden_states", "output_attentions", "use_cache",
+                                                          "return_dict",          "debug_io",          "debug_io_dir",
+                                                          "prune_layers"};
+
+/// Sets option `name` of `options` (a tracetorch::OutputOptions) from `as_bool()` or
+/// `as_string()`, which throw for a value of another type; false where `name` is none of
+/// kOutputOptionNames.
+template <class Options, class AsBool, class AsString>
+bool set_output_option_named(Options& options, std::string_view name, AsBool&& as_bool, AsString&& as_string) {
+  if (name == "output_hidden_states") {
+    options.output_hidden_states = as_bool();  // all of them, or none
+  } else if (name == "output_attentions") {
+    options.output_attentions = as_bool();
+  } else if (name == "use_cache") {
+    options.use_cache = as_bool();
+  } else if (name == "return_dict") {
+    options.return_dict = as_bool();
+  } else if (name == "debug_io") {
+    options.debug_io = as_bool();
+  } else if (name == "debug_io_dir") {
+    options.debug_io_dir = as_string();
+  } else if (name == "prune_layers") {
+    options.prune_layers = as_bool();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/capture/output_option_names.hpp ----
 // ---- begin tracetorch/detail/module/keyword_fields.hpp ----
 /// \file
 /// How a keyword struct's fields are visited (tracetorch/keywords.hpp's TRACETORCH_KEYWORDS): a
@@ -1547,20 +1590,15 @@ void visit_keyword_field(Visit& visit, std::string_view name, const Field& field
 /// \file
 /// A Python value as a trace program or a replay hands it to a forward: a literal of the command
 /// line (`--call use_cache=False`), a repr recorded in a trace, or a tensor read from a file.
-/// Only what `ast.literal_eval` reads for these is parsed: None, True, False, integers, floats,
-/// strings, tuples and lists; any other repr (`DynamicCache(...)`) stays an object of that repr.
+/// Literals are read by text/python_literal.hpp (what `ast.literal_eval` reads for these); any
+/// other repr (`DynamicCache(...)`) stays an object of that repr.
 
 #include <torch/torch.h>
 
-#include <cctype>
-#include <charconv>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -1930,10 +1968,197 @@ inline std::string python_string_repr(std::string_view text) {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/repr/string_repr.hpp ----
+// ---- begin tracetorch/detail/text/python_literal.hpp ----
+/// \file
+/// The one reader of Python literals (no LibTorch): None, True, False, integers (with `_`),
+/// floats, 'strings' and "strings" with Python's escapes, tuples, lists and dicts with string
+/// keys, nested up to 64 levels. `--call KEY=VALUE` and a trace's reprs read it into
+/// program/python_value.hpp's PythonValue, `set_config_field` into JSON (config/python_literal.hpp).
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace tracetorch::detail {
 
+/// A Python literal, as read.
+struct PythonLiteral {
+  enum class Kind { none, boolean, integer, floating, string, sequence, mapping };
+  Kind kind = Kind::none;
+  bool boolean = false;
+  std::int64_t integer = 0;
+  double floating = 0;
+  std::string text;  ///< a string's characters
+  /// A sequence's elements (keys "0", "1", ...) or a mapping's entries, in order.
+  std::vector<std::pair<std::string, PythonLiteral>> items;
+};
+
+/// Reads one literal; nullopt where the text is not one, with why() saying what is wrong and
+/// where (the caller decides whether that is an object's repr or an error).
+class PythonLiteralParser {
+ public:
+  /// `json_words`: also take JSON's true, false and null (config values may be written either way).
+  explicit PythonLiteralParser(std::string_view text, bool json_words = false) : text_(text), json_words_(json_words) {}
+
+  std::optional<PythonLiteral> parse() {
+    auto value = parse_value(0);
+    skip_spaces();
+    if (value && at_ != text_.size()) return fail("unexpected text after the value");
+    return value;
+  }
+  /// Why parse() returned nullopt: "expected ',' or ']' (at character 4)".
+  const std::string& why() const noexcept { return why_; }
+
+ private:
+  using Kind = PythonLiteral::Kind;
+  static constexpr std::size_t kMaxDepth = 64;
+
+  std::nullopt_t fail(const std::string& what) {
+    if (why_.empty()) why_ = what + " (at character " + std::to_string(at_) + ")";
+    return std::nullopt;
+  }
+  void skip_spaces() {
+    while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_])) != 0) ++at_;
+  }
+  bool consume(char c) {
+    skip_spaces();
+    if (at_ >= text_.size() || text_[at_] != c) return false;
+    ++at_;
+    return true;
+  }
+
+  std::optional<PythonLiteral> parse_value(std::size_t depth) {
+    skip_spaces();
+    if (at_ >= text_.size()) return fail("a value is missing");
+    if (depth > kMaxDepth) return fail("nested too deep");
+    const char c = text_[at_];
+    if (c == '(' || c == '[') return parse_sequence(c == '(' ? ')' : ']', depth);
+    if (c == '{') return parse_mapping(depth);
+    if (c == '\'' || c == '"') return parse_string();
+    if (std::isalpha(static_cast<unsigned char>(c)) != 0) return parse_word();
+    return parse_number();
+  }
+
+  std::optional<PythonLiteral> parse_sequence(char close, std::size_t depth) {
+    ++at_;
+    PythonLiteral out;
+    out.kind = Kind::sequence;
+    bool comma = false;  // `(1)` is 1, `(1,)` a tuple
+    while (!consume(close)) {
+      auto element = parse_value(depth + 1);
+      if (!element) return std::nullopt;
+      out.items.emplace_back(std::to_string(out.items.size()), std::move(*element));
+      if (consume(',')) {
+        comma = true;
+      } else if (!consume(close)) {
+        return fail(std::string("expected ',' or '") + close + "'");
+      } else {
+        break;
+      }
+    }
+    if (close == ')' && out.items.size() == 1 && !comma) return std::move(out.items[0].second);
+    return out;
+  }
+
+  std::optional<PythonLiteral> parse_mapping(std::size_t depth) {
+    ++at_;
+    PythonLiteral out;
+    out.kind = Kind::mapping;
+    while (!consume('}')) {
+      auto key = parse_value(depth + 1);
+      if (!key) return std::nullopt;
+      if (key->kind != Kind::string) return fail("a dict key must be a string");
+      if (!consume(':')) return fail("expected ':'");
+      auto value = parse_value(depth + 1);
+      if (!value) return std::nullopt;
+      out.items.emplace_back(std::move(key->text), std::move(*value));
+      if (!consume(',')) {
+        if (!consume('}')) return fail("expected ',' or '}'");
+        break;
+      }
+    }
+    return out;
+  }
+
+  std::optional<PythonLiteral> parse_string() {
+    const char quote = text_[at_++];
+    PythonLiteral out;
+    out.kind = Kind::string;
+    while (at_ < text_.size() && text_[at_] != quote) {
+      char c = text_[at_++];
+      if (c == '\\') {
+        if (at_ >= text_.size()) break;
+        const char e = text_[at_++];
+        c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '0' ? '\0' : e;
+      }
+      out.text += c;
+    }
+    if (at_ >= text_.size()) return fail("a string is not closed");
+    ++at_;
+    return out;
+  }
+
+  std::optional<PythonLiteral> parse_word() {
+    const std::size_t start = at_;
+    while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) != 0 || text_[at_] == '_')) ++at_;
+    const std::string_view word = text_.substr(start, at_ - start);
+    PythonLiteral out;
+    if (word == "None" || (json_words_ && word == "null")) return out;
+    out.kind = Kind::boolean;
+    out.boolean = word == "True" || (json_words_ && word == "true");
+    if (out.boolean || word == "False" || (json_words_ && word == "false")) return out;
+    at_ = start;
+    return fail("\"" + std::string(word) + "\" is not a literal (quote a string: 'text')");
+  }
+
+  std::optional<PythonLiteral> parse_number() {
+    std::size_t end = at_;
+    while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) != 0 ||
+                                  std::string_view("+-._").find(text_[end]) != std::string_view::npos)) {
+      ++end;
+    }
+    std::string token(text_.substr(at_, end - at_));
+    std::erase(token, '_');
+    if (token.empty()) return fail("not a value");
+    const char* first = token.data() + (token[0] == '+' ? 1 : 0);
+    const char* last = token.data() + token.size();
+    PythonLiteral out;
+    if (const auto [ptr, ec] = std::from_chars(first, last, out.integer); ec == std::errc() && ptr == last) {
+      out.kind = Kind::integer;
+    } else if (const auto [fptr, fec] = std::from_chars(first, last, out.floating);
+               fec == std::errc() && fptr == last && std::isfinite(out.floating) &&
+               token.find_first_of("0123456789") != std::string::npos) {
+      out.kind = Kind::floating;
+    } else {
+      return fail("not a number");
+    }
+    at_ = end;
+    return out;
+  }
+
+  std::string_view text_;
+  bool json_words_;
+  std::size_t at_ = 0;
+  std::string why_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/text/python_literal.hpp ----
+
+namespace tracetorch::detail {
+
+/// A Python value of a call: a literal, a tensor, or an object known by its repr.
 struct PythonValue {
+  // The literal kinds first, in PythonLiteral::Kind's order (python_value_of converts by number).
   enum class Kind { none, boolean, integer, floating, string, sequence, mapping, tensor, object };
   Kind kind = Kind::none;
   bool boolean = false;
@@ -1979,135 +2204,28 @@ inline std::string describe_python_value(const PythonValue& value) {
   return "?";
 }
 
-/// Reads one Python literal; nullopt where the text is not one (then the caller decides whether
-/// it is an object's repr or an error).
-class PythonLiteralParser {
- public:
-  explicit PythonLiteralParser(std::string_view text) : text_(text) {}
-
-  std::optional<PythonValue> parse() {
-    auto value = parse_value(0);
-    skip_spaces();
-    if (!value || at_ != text_.size()) return std::nullopt;
-    return value;
-  }
-
- private:
-  static constexpr std::size_t kMaxDepth = 64;
-
-  void skip_spaces() {
-    while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_])) != 0) ++at_;
-  }
-  bool take(std::string_view word) {
-    if (text_.substr(at_).starts_with(word)) {
-      at_ += word.size();
-      return true;
-    }
-    return false;
-  }
-
-  std::optional<PythonValue> parse_value(std::size_t depth) {
-    skip_spaces();
-    if (at_ >= text_.size() || depth > kMaxDepth) return std::nullopt;
-    PythonValue out;
-    const char c = text_[at_];
-    if (c == '(' || c == '[') return parse_sequence(c == '(' ? ')' : ']', depth);
-    if (c == '\'' || c == '"') return parse_string();
-    for (const auto& [word, kind, flag] : {std::tuple{"None", PythonValue::Kind::none, false},
-                                           std::tuple{"True", PythonValue::Kind::boolean, true},
-                                           std::tuple{"False", PythonValue::Kind::boolean, false}}) {
-      if (take(word)) {
-        out.kind = kind;
-        out.boolean = flag;
-        return out;
-      }
-    }
-    return parse_number();
-  }
-
-  std::optional<PythonValue> parse_sequence(char close, std::size_t depth) {
-    ++at_;
-    PythonValue out;
-    out.kind = PythonValue::Kind::sequence;
-    bool comma = false;  // `(1)` is 1, `(1,)` a tuple
-    for (;;) {
-      skip_spaces();
-      if (at_ < text_.size() && text_[at_] == close) {
-        ++at_;
-        break;
-      }
-      auto element = parse_value(depth + 1);
-      if (!element) return std::nullopt;
-      out.items.emplace_back(std::to_string(out.items.size()), std::move(*element));
-      skip_spaces();
-      if (at_ < text_.size() && text_[at_] == ',') {
-        ++at_;
-        comma = true;
-      } else if (at_ >= text_.size() || text_[at_] != close) {
-        return std::nullopt;
-      }
-    }
-    if (close == ')' && out.items.size() == 1 && !comma) return std::move(out.items[0].second);
-    return out;
-  }
-
-  std::optional<PythonValue> parse_string() {
-    const char quote = text_[at_++];
-    PythonValue out;
-    out.kind = PythonValue::Kind::string;
-    while (at_ < text_.size() && text_[at_] != quote) {
-      char c = text_[at_++];
-      if (c == '\\') {
-        if (at_ >= text_.size()) return std::nullopt;
-        const char e = text_[at_++];
-        c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '0' ? '\0' : e;
-      }
-      out.text += c;
-    }
-    if (at_ >= text_.size()) return std::nullopt;
-    ++at_;
-    return out;
-  }
-
-  std::optional<PythonValue> parse_number() {
-    std::size_t end = at_;
-    while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) != 0 ||
-                                  std::string_view("+-._").find(text_[end]) != std::string_view::npos)) {
-      ++end;
-    }
-    std::string token(text_.substr(at_, end - at_));
-    std::erase(token, '_');
-    if (token.empty()) return std::nullopt;
-    const char* first = token.data() + (token[0] == '+' ? 1 : 0);
-    const char* last = token.data() + token.size();
-    PythonValue out;
-    if (const auto [ptr, ec] = std::from_chars(first, last, out.integer); ec == std::errc() && ptr == last) {
-      out.kind = PythonValue::Kind::integer;
-    } else if (const auto [fptr, fec] = std::from_chars(first, last, out.floating);
-               fec == std::errc() && fptr == last && std::isfinite(out.floating) &&
-               token.find_first_of("0123456789") != std::string::npos) {
-      out.kind = PythonValue::Kind::floating;
-    } else {
-      return std::nullopt;
-    }
-    at_ = end;
-    return out;
-  }
-
-  std::string_view text_;
-  std::size_t at_ = 0;
-};
+/// A literal as a value (PythonValue's first kinds are PythonLiteral's).
+inline PythonValue python_value_of(PythonLiteral literal) {
+  PythonValue out;
+  out.kind = static_cast<PythonValue::Kind>(literal.kind);
+  out.boolean = literal.boolean;
+  out.integer = literal.integer;
+  out.floating = literal.floating;
+  out.text = std::move(literal.text);
+  for (auto& [key, item] : literal.items) out.items.emplace_back(std::move(key), python_value_of(std::move(item)));
+  return out;
+}
 
 /// `text` as a Python literal, or tracetorch::Error "`what`: 'text' is not a Python literal ...".
 inline PythonValue parse_python_literal(std::string_view text, std::string_view what) {
-  if (auto value = PythonLiteralParser(text).parse()) return std::move(*value);
+  if (auto value = PythonLiteralParser(text).parse()) return python_value_of(std::move(*value));
   throw Error(std::string(what) + ": '" + std::string(text.substr(0, 200)) +
               "' is not a Python literal (None, True, False, a number, a 'string', a tuple or a list)");
 }
 
 /// A repr as a trace records it: the literal it spells, else an object of that repr.
 inline PythonValue python_value_from_repr(std::string_view repr) {
-  if (auto value = PythonLiteralParser(repr).parse()) return std::move(*value);
+  if (auto value = PythonLiteralParser(repr).parse()) return python_value_of(std::move(*value));
   return PythonValue::of_object(std::string(repr));
 }
 
@@ -2288,7 +2406,7 @@ std::vector<std::string> keyword_names(const Pack& pack) {
   std::vector<std::string> names;
   if constexpr (output_options_like<Pack>) {
     (void)pack;
-    names = {"output_hidden_states", "output_attentions", "use_cache", "return_dict", "debug_io", "debug_io_dir", "prune_layers"};
+    names.assign(std::begin(kOutputOptionNames), std::end(kOutputOptionNames));
   } else {
     // The const walk visits only what was passed: a default-constructed copy would miss fields
     // with defaults, so the mutable walk over a scratch copy lists them all.
@@ -2311,26 +2429,17 @@ inline std::string join_names(const std::vector<std::string>& names) {
 template <class Options>
 bool assign_output_option(Options& options, std::string_view name, const PythonValue& value, RebuildContext& context) {
   const std::string where(name);
-  const auto set = [&](auto& field) { assign_python_value(field, value, context, where); };
-  if (name == "output_hidden_states") {
-    bool all = false;
-    set(all);
-    options.output_hidden_states = all;
-  } else if (name == "output_attentions") {
-    set(options.output_attentions);
-  } else if (name == "use_cache") {
-    set(options.use_cache);
-  } else if (name == "return_dict") {
-    set(options.return_dict);
-  } else if (name == "debug_io") {
-    set(options.debug_io);
-  } else if (name == "debug_io_dir") {
-    set(options.debug_io_dir);
-  } else if (name == "prune_layers") {
-    set(options.prune_layers);
-  } else {
-    return false;
-  }
+  const auto as_bool = [&] {
+    bool flag = false;
+    assign_python_value(flag, value, context, where);
+    return flag;
+  };
+  const auto as_string = [&] {
+    std::string text;
+    assign_python_value(text, value, context, where);
+    return text;
+  };
+  if (!set_output_option_named(options, name, as_bool, as_string)) return false;
   if constexpr (requires { options.call_order; }) options.call_order.emplace_back(name);
   return true;
 }
@@ -4779,21 +4888,13 @@ inline bool set_output_option(OutputOptions& options, const std::string& name, c
     if (const bool* set = value.get_if<bool>()) return *set;
     throw Error("tracetorch::output_options: " + name + " must be True or False");
   };
-  for (const auto& [option, member] : kBoolOutputOptions) {
-    if (name == option) {
-      options.*member = flag();
-      return true;
-    }
-  }
-  if (name == "output_hidden_states") {
-    options.output_hidden_states = LayerSelection(flag());
-  } else if (name == "debug_io_dir" && value.get_if<std::string>()) {
-    options.debug_io_dir = *value.get_if<std::string>();
-  } else if (name.starts_with("output_")) {
-    options.output.push_back({OutputKey::named(std::string_view(name).substr(7)), flag()});
-  } else {
-    return false;
-  }
+  const auto text = [&]() -> std::string {
+    if (const std::string* set = value.get_if<std::string>()) return *set;
+    throw Error("tracetorch::output_options: " + name + " must be a str");
+  };
+  if (set_output_option_named(options, name, flag, text)) return true;
+  if (!name.starts_with("output_")) return false;
+  options.output.push_back({OutputKey::named(std::string_view(name).substr(7)), flag()});
   return true;
 }
 
@@ -4809,9 +4910,9 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
     return std::find(options.call_order.begin(), options.call_order.end(), name) != options.call_order.end();
   };
   for (const auto& name : options.call_order) detail::visit_output_option(options, name, visit);
-  std::vector<std::string> declared = {"output_hidden_states", "output_attentions"};
+  std::vector<std::string> declared(std::begin(detail::kOutputOptionNames), std::begin(detail::kOutputOptionNames) + 2);
   for (const auto& flag : options.output) declared.push_back("output_" + std::string(flag.key.name()));
-  for (const char* name : {"use_cache", "return_dict", "debug_io", "debug_io_dir", "prune_layers"}) declared.emplace_back(name);
+  declared.insert(declared.end(), std::begin(detail::kOutputOptionNames) + 2, std::end(detail::kOutputOptionNames));
   for (const auto& name : declared) {
     if (!in_call_order(name)) detail::visit_output_option(options, name, visit);
   }
@@ -8144,116 +8245,42 @@ void set_config_field_at(T& config, std::string_view key, const boost::json::val
 
 #include <boost/json.hpp>
 
-#include <cctype>
 #include <string>
 #include <string_view>
 
 
 namespace tracetorch::detail {
 
-class JsonLiteralParser {
- public:
-  explicit JsonLiteralParser(std::string_view text) : text_(text) {}
-
-  boost::json::value parse() {
-    boost::json::value value = parse_value();
-    skip_space();
-    if (at_ < text_.size()) fail("unexpected text after the value");
-    return value;
-  }
-
- private:
-  boost::json::value parse_value() {
-    skip_space();
-    if (at_ >= text_.size()) fail("a value is missing");
-    const char c = text_[at_];
-    if (c == '[' || c == '(') return parse_list(c == '[' ? ']' : ')');
-    if (c == '{') return parse_dict();
-    if (c == '\'' || c == '"') return parse_string(c);
-    if (std::isalpha(static_cast<unsigned char>(c))) return parse_word();
-    return parse_number();
-  }
-
-  boost::json::value parse_list(char close) {
-    ++at_;
-    boost::json::array items;
-    while (!consume(close)) {
-      items.push_back(parse_value());
-      if (!consume(',')) {
-        if (!consume(close)) fail(std::string("expected ',' or '") + close + "'");
-        break;
-      }
+/// A literal as the JSON value config.json would hold for it (a tuple as a list, a dict as an object).
+inline boost::json::value python_literal_to_json(const PythonLiteral& literal) {
+  using Kind = PythonLiteral::Kind;
+  switch (literal.kind) {
+    case Kind::none: return nullptr;
+    case Kind::boolean: return literal.boolean;
+    case Kind::integer: return literal.integer;
+    case Kind::floating: return literal.floating;
+    case Kind::string: return boost::json::string(literal.text);
+    case Kind::sequence: {
+      boost::json::array items;
+      for (const auto& [key, item] : literal.items) items.push_back(python_literal_to_json(item));
+      return items;
     }
-    return items;
-  }
-
-  boost::json::value parse_dict() {
-    ++at_;
-    boost::json::object object;
-    while (!consume('}')) {
-      const boost::json::value key = parse_value();
-      if (!key.is_string()) fail("a dict key must be a string");
-      if (!consume(':')) fail("expected ':'");
-      object[key.get_string()] = parse_value();
-      if (!consume(',')) {
-        if (!consume('}')) fail("expected ',' or '}'");
-        break;
-      }
+    case Kind::mapping: {
+      boost::json::object object;
+      for (const auto& [key, item] : literal.items) object[key] = python_literal_to_json(item);
+      return object;
     }
-    return object;
   }
+  return nullptr;
+}
 
-  boost::json::value parse_string(char quote) {
-    std::string out;
-    for (++at_; at_ < text_.size() && text_[at_] != quote; ++at_) {
-      if (text_[at_] == '\\' && at_ + 1 < text_.size()) ++at_;  // \' \" \\ stand for the character
-      out += text_[at_];
-    }
-    if (at_ >= text_.size()) fail("a string is not closed");
-    ++at_;
-    return boost::json::value(out);
-  }
-
-  boost::json::value parse_word() {
-    const std::size_t start = at_;
-    while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_')) ++at_;
-    const std::string_view word = text_.substr(start, at_ - start);
-    if (word == "True" || word == "true") return true;
-    if (word == "False" || word == "false") return false;
-    if (word == "None" || word == "null") return nullptr;
-    fail("\"" + std::string(word) + "\" is not a literal (quote a string: 'text')");
-  }
-
-  boost::json::value parse_number() {
-    const std::size_t start = at_;
-    while (at_ < text_.size() && std::string_view("+-.eE0123456789").find(text_[at_]) != std::string_view::npos) ++at_;
-    boost::system::error_code ec;
-    boost::json::value value = boost::json::parse(text_.substr(start, at_ - start), ec);
-    if (ec || start == at_ || !value.is_number()) fail("not a number");
-    return value;
-  }
-
-  bool consume(char c) {
-    skip_space();
-    if (at_ < text_.size() && text_[at_] == c) {
-      ++at_;
-      return true;
-    }
-    return false;
-  }
-  void skip_space() {
-    while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) ++at_;
-  }
-  [[noreturn]] void fail(const std::string& why) const {
-    throw Error("tracetorch: the literal `" + std::string(text_) + "`: " + why + " (at character " + std::to_string(at_) + ")");
-  }
-
-  std::string_view text_;
-  std::size_t at_ = 0;
-};
-
-/// `text` as a JSON value; throws Error naming the literal when it is not one.
-inline boost::json::value parse_python_literal_as_json(std::string_view text) { return JsonLiteralParser(text).parse(); }
+/// `text`, a Python literal or JSON, as a JSON value; throws Error naming the literal when it is not one.
+inline boost::json::value parse_python_literal_as_json(std::string_view text) {
+  PythonLiteralParser parser(text, /*json_words=*/true);
+  const auto literal = parser.parse();
+  if (!literal) throw Error("tracetorch: the literal `" + std::string(text) + "`: " + parser.why());
+  return python_literal_to_json(*literal);
+}
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/config/python_literal.hpp ----

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tracetorch/error.hpp"
+#include "tracetorch/detail/capture/output_option_names.hpp"
 #include "tracetorch/detail/module/keyword_fields.hpp"
 #include "tracetorch/detail/module/serialize.hpp"
 #include "tracetorch/detail/program/python_value.hpp"
@@ -197,7 +198,7 @@ std::vector<std::string> keyword_names(const Pack& pack) {
   std::vector<std::string> names;
   if constexpr (output_options_like<Pack>) {
     (void)pack;
-    names = {"output_hidden_states", "output_attentions", "use_cache", "return_dict", "debug_io", "debug_io_dir", "prune_layers"};
+    names.assign(std::begin(kOutputOptionNames), std::end(kOutputOptionNames));
   } else {
     // The const walk visits only what was passed: a default-constructed copy would miss fields
     // with defaults, so the mutable walk over a scratch copy lists them all.
@@ -220,26 +221,17 @@ inline std::string join_names(const std::vector<std::string>& names) {
 template <class Options>
 bool assign_output_option(Options& options, std::string_view name, const PythonValue& value, RebuildContext& context) {
   const std::string where(name);
-  const auto set = [&](auto& field) { assign_python_value(field, value, context, where); };
-  if (name == "output_hidden_states") {
-    bool all = false;
-    set(all);
-    options.output_hidden_states = all;
-  } else if (name == "output_attentions") {
-    set(options.output_attentions);
-  } else if (name == "use_cache") {
-    set(options.use_cache);
-  } else if (name == "return_dict") {
-    set(options.return_dict);
-  } else if (name == "debug_io") {
-    set(options.debug_io);
-  } else if (name == "debug_io_dir") {
-    set(options.debug_io_dir);
-  } else if (name == "prune_layers") {
-    set(options.prune_layers);
-  } else {
-    return false;
-  }
+  const auto as_bool = [&] {
+    bool flag = false;
+    assign_python_value(flag, value, context, where);
+    return flag;
+  };
+  const auto as_string = [&] {
+    std::string text;
+    assign_python_value(text, value, context, where);
+    return text;
+  };
+  if (!set_output_option_named(options, name, as_bool, as_string)) return false;
   if constexpr (requires { options.call_order; }) options.call_order.emplace_back(name);
   return true;
 }
