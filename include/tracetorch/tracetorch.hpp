@@ -9,6 +9,7 @@
 #include "tracetorch/checkpoint.hpp"
 #include "tracetorch/config.hpp"
 #include "tracetorch/config_file.hpp"
+#include "tracetorch/customization.hpp"
 #include "tracetorch/debugger.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/keywords.hpp"
