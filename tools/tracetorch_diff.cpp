@@ -139,7 +139,7 @@ CommandLine parse_command_line(int argc, char** argv) {
 /// at the end), and what the merges found.
 class RankMerges {
  public:
-  RankMerges(const std::vector<std::string>& paths, bool required) : paths_(paths.begin(), paths.end()) {
+  RankMerges(const std::vector<std::string>& paths, bool required) : paths_{paths.at(0), paths.at(1)} {
     for (std::size_t i = 0; i < 2; ++i) {
       if (!tracetorch::is_multi_rank_trace(paths_[i]) && !(required && i == 1)) continue;
       if (temporary_.empty()) {

@@ -96,10 +96,9 @@ inline void merge_sharded_value(const std::vector<RankTrace>& ranks, const Value
   merged.shards.push_back(std::move(shard));
 }
 
-/// Checks one replicated value equal on every rank; rank 0's file goes to `out_dir`.
-inline void merge_replicated_value(const std::vector<RankTrace>& ranks, const ValueKey& key, const boost::json::object& record,
-                                   const std::filesystem::path& out_dir, MergedRankTrace& merged) {
-  const auto file = tensor_file_of(record, key);
+/// Checks the replicated tensor file `file` equal on every rank; rank 0's goes to `out_dir`.
+inline void merge_replicated_file(const std::vector<RankTrace>& ranks, const ValueKey& key, const std::string& file,
+                                  const std::filesystem::path& out_dir, MergedRankTrace& merged) {
   const auto first = safetensors::load_single(ranks[0].directory / file);
   for (std::size_t r = 1; r < ranks.size(); ++r) {
     if (ranks[r].shards.count(key) != 0) {
@@ -117,6 +116,22 @@ inline void merge_replicated_value(const std::vector<RankTrace>& ranks, const Va
   }
   std::filesystem::copy_file(ranks[0].directory / file, out_dir / file, std::filesystem::copy_options::overwrite_existing);
   ++merged.replicated;
+}
+
+/// Checks one replicated value equal on every rank; rank 0's file goes to `out_dir`.
+inline void merge_replicated_value(const std::vector<RankTrace>& ranks, const ValueKey& key, const boost::json::object& record,
+                                   const std::filesystem::path& out_dir, MergedRankTrace& merged) {
+  merge_replicated_file(ranks, key, tensor_file_of(record, key), out_dir, merged);
+}
+
+/// The tensor files no record names (the root's outputs: <Root>_outputs*), replicated.
+inline void merge_unrecorded_files(const std::vector<RankTrace>& ranks, const std::filesystem::path& out_dir, MergedRankTrace& merged) {
+  const std::string root(ranks[0].tree.at(trace_format::kModulePath).as_string());
+  for (const auto& entry : std::filesystem::directory_iterator(ranks[0].directory)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.ends_with(trace_format::kTensorFileExtension) || std::filesystem::exists(out_dir / name)) continue;
+    merge_replicated_file(ranks, ValueKey{root, 0, name}, name, out_dir, merged);
+  }
 }
 
 /// Writes `tree` as the merged trace's FULL_TENSORS and SUMMARY files, named as rank 0's.
@@ -147,6 +162,7 @@ inline MergedRankTrace merge_rank_traces(const std::filesystem::path& dir, const
       merge_replicated_value(ranks, key, record, out_dir, merged);
     }
   });
+  merge_unrecorded_files(ranks, out_dir, merged);
   write_merged_tree(tree, ranks[0].full_tensors, out_dir);
   return merged;
 }
