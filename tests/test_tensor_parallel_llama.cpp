@@ -28,8 +28,9 @@ struct TpRun {
 TpRun run_bounded(const std::string& env, const std::string& program, const std::string& arguments,
                   const std::filesystem::path& scratch) {
   const auto errors = scratch / "stderr.txt";
-  const auto result = tracetorch_test::run_program("timeout --kill-after=10 300 env " + env + " " + program,
-                                                   arguments + " 2>" + errors.string());
+  // A subshell: run_program's own 2>&1 then leaves the program's stderr in `errors`.
+  const auto result = tracetorch_test::run_program("(timeout --kill-after=10 300 env " + env + " " + program,
+                                                   arguments + " 2>" + errors.string() + ")");
   std::ifstream in(errors);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return {result.exit_code, result.output, text};

@@ -41,9 +41,11 @@ namespace tracetorch {
 
 /// Whether a command line asks for tensor parallelism: `--world-size` given, or WORLD_SIZE above
 /// 1 in the environment (a rank started by a launcher or torchrun).
+/// `--help` counts too: the parallel program's usage lists --world-size.
 inline bool tensor_parallel_requested(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--world-size" || std::string_view(argv[i]).starts_with("--world-size=")) return true;
+    const std::string_view arg = argv[i];
+    if (arg == "--world-size" || arg.starts_with("--world-size=") || arg == "--help" || arg == "-h") return true;
   }
   const char* world = std::getenv("WORLD_SIZE");
   return world != nullptr && std::atoi(world) > 1;

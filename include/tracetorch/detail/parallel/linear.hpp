@@ -92,12 +92,11 @@ struct ColwiseLinearImpl : ParallelLinearImpl {
 struct RowwiseLinearImpl : ParallelLinearImpl {
   explicit RowwiseLinearImpl(const ParallelLinearOptions& options) : ParallelLinearImpl(ParallelStyle::rowwise, options) {}
   torch::Tensor forward(const torch::Tensor& input) {
-    auto partial = torch::linear(input, weight).contiguous();
-    if (parallel.world_size > 1) {
-      if (!parallel.group) throw Error("RowwiseLinear: a world of " + std::to_string(parallel.world_size) + " ranks but no process group");
-      std::vector<at::Tensor> tensors{partial};
-      parallel.group->allreduce(tensors)->wait();
-    }
+    if (parallel.world_size == 1) return torch::linear(input, weight, bias);  // nn::Linear's own arithmetic
+    if (!parallel.group) throw Error("RowwiseLinear: a world of " + std::to_string(parallel.world_size) + " ranks but no process group");
+    std::vector<at::Tensor> tensors{torch::linear(input, weight).contiguous()};
+    parallel.group->allreduce(tensors)->wait();
+    const auto& partial = tensors[0];
     return bias.defined() ? partial + bias : partial;
   }
 };
