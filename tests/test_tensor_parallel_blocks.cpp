@@ -26,7 +26,7 @@ DOCTEST_TEST_CASE("ColwiseLinear holds its rows of the full layer and outputs it
   torch::manual_seed(5);
   torch::nn::Linear full(torch::nn::LinearOptions(6, 8));
   torch::manual_seed(5);
-  tracetorch::nn::ColwiseLinear colwise({torch::nn::LinearOptions(6, 8), tpb::rank_of(1, 2)});
+  tracetorch::nn::ColwiseLinear colwise(torch::nn::LinearOptions(6, 8), tpb::rank_of(1, 2));
   DOCTEST_CHECK(colwise->weight.sizes() == torch::IntArrayRef({4, 6}));
   DOCTEST_CHECK(colwise->shard == tracetorch::nn::ShardSpec{4, 4, 8});
   DOCTEST_CHECK(torch::equal(colwise->weight, full->weight.narrow(0, 4, 4)));
@@ -39,22 +39,22 @@ DOCTEST_TEST_CASE("RowwiseLinear holds its columns and the whole bias; alone it 
   torch::manual_seed(6);
   torch::nn::Linear full(torch::nn::LinearOptions(8, 3));
   torch::manual_seed(6);
-  tracetorch::nn::RowwiseLinear row({torch::nn::LinearOptions(8, 3), tpb::rank_of(0, 2)});
+  tracetorch::nn::RowwiseLinear row(torch::nn::LinearOptions(8, 3), tpb::rank_of(0, 2));
   DOCTEST_CHECK(row->weight.sizes() == torch::IntArrayRef({3, 4}));
   DOCTEST_CHECK(torch::equal(row->weight, full->weight.narrow(1, 0, 4)));
   DOCTEST_CHECK(torch::equal(row->bias, full->bias));
   // Two ranks without a group: the partial sums could not be reduced, so the forward refuses.
   DOCTEST_CHECK_THROWS_WITH_AS(row(torch::randn({2, 4})), doctest::Contains("no process group"), tracetorch::Error);
   torch::manual_seed(6);
-  tracetorch::nn::RowwiseLinear alone({torch::nn::LinearOptions(8, 3), tpb::rank_of(0, 1)});
+  tracetorch::nn::RowwiseLinear alone(torch::nn::LinearOptions(8, 3), tpb::rank_of(0, 1));
   const auto x = torch::randn({2, 8});
   DOCTEST_CHECK(torch::allclose(alone(x), full(x)));
 }
 
 DOCTEST_TEST_CASE("a split that does not divide, or a slice out of range, is refused naming the sizes") {
-  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::nn::ColwiseLinear({torch::nn::LinearOptions(4, 6), tpb::rank_of(0, 4)}),
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::nn::ColwiseLinear(torch::nn::LinearOptions(4, 6), tpb::rank_of(0, 4)),
                                "ColwiseLinear: out_features is 6, which does not divide by the world size 4", tracetorch::Error);
-  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::nn::RowwiseLinear({torch::nn::LinearOptions(8, 2), tpb::rank_of(1, 2), 6}),
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::nn::RowwiseLinear(torch::nn::LinearOptions(8, 2), tpb::rank_of(1, 2), 6),
                                "RowwiseLinear: in_features: a slice of 4 at offset 6 does not fit in 8", tracetorch::Error);
 }
 

@@ -13,8 +13,8 @@
 /// \code
 /// // rank 1 of 2: q_proj keeps output features [32, 64) of 64, o_proj input features [32, 64).
 /// tracetorch::nn::TensorParallel tp{.rank = 1, .world_size = 2};   // .group: a c10d ProcessGroup
-/// tracetorch::nn::ColwiseLinear q_proj({torch::nn::LinearOptions(64, 64).bias(false), tp});
-/// tracetorch::nn::RowwiseLinear o_proj({torch::nn::LinearOptions(64, 64).bias(false), tp});
+/// tracetorch::nn::ColwiseLinear q_proj(torch::nn::LinearOptions(64, 64).bias(false), tp);
+/// tracetorch::nn::RowwiseLinear o_proj(torch::nn::LinearOptions(64, 64).bias(false), tp);
 /// // q_proj->weight is [32, 64], q_proj->shard == {.offset = 32, .size = 32, .full = 64}
 /// \endcode
 

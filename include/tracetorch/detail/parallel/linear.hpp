@@ -84,6 +84,9 @@ class ParallelLinearImpl : public torch::nn::Module {
 /// Column-parallel: y[..., slice] = x @ W[slice, :]^T + b[slice]; x whole, y this rank's features.
 struct ColwiseLinearImpl : ParallelLinearImpl {
   explicit ColwiseLinearImpl(const ParallelLinearOptions& options) : ParallelLinearImpl(ParallelStyle::colwise, options) {}
+  ColwiseLinearImpl(const torch::nn::LinearOptions& linear, const TensorParallel& parallel,
+                    std::optional<std::int64_t> shard_offset = std::nullopt)
+      : ColwiseLinearImpl(ParallelLinearOptions{linear, parallel, shard_offset}) {}
   torch::Tensor forward(const torch::Tensor& input) { return torch::linear(input, weight, bias); }
 };
 
@@ -91,6 +94,9 @@ struct ColwiseLinearImpl : ParallelLinearImpl {
 /// features, y whole and the same on every rank.
 struct RowwiseLinearImpl : ParallelLinearImpl {
   explicit RowwiseLinearImpl(const ParallelLinearOptions& options) : ParallelLinearImpl(ParallelStyle::rowwise, options) {}
+  RowwiseLinearImpl(const torch::nn::LinearOptions& linear, const TensorParallel& parallel,
+                    std::optional<std::int64_t> shard_offset = std::nullopt)
+      : RowwiseLinearImpl(ParallelLinearOptions{linear, parallel, shard_offset}) {}
   torch::Tensor forward(const torch::Tensor& input) {
     if (parallel.world_size == 1) return torch::linear(input, weight, bias);  // nn::Linear's own arithmetic
     if (!parallel.group) throw Error("RowwiseLinear: a world of " + std::to_string(parallel.world_size) + " ranks but no process group");
