@@ -223,12 +223,14 @@ DOCTEST_TEST_CASE("input ids that are empty or out of range: one line, exit 1") 
   DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
 }
 
-DOCTEST_TEST_CASE("RANK=1: rank 1 writes nothing, says so, exit 0") {
+DOCTEST_TEST_CASE("RANK=1: rank 1 writes nothing, says so on stderr, exit 0") {
   tracetorch_test::TempDir dir;
   const auto result = tracetorch_test::run_program(std::string("RANK=1 ") + TRACETORCH_LLAMA_TRACE,
                                                    fixture_arguments() + " --debug-path " + (dir / "out").string());
   DOCTEST_CHECK_MESSAGE(result.exit_code == 0, result.output);
-  DOCTEST_CHECK(result.output == "llama_trace: RANK=1: rank 1 writes nothing (only rank 0 traces)\n");
+  DOCTEST_CHECK(result.output ==
+                "llama_trace: RANK=1: rank 1 writes nothing (only rank 0 traces; a tensor-parallel program traces every rank)\n");
+  // On stderr: stdout stays empty (tests/test_tensor_parallel_llama.cpp checks the two apart).
   DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
   const auto bad = tracetorch_test::run_program(std::string("RANK=one ") + TRACETORCH_LLAMA_TRACE,
                                                 fixture_arguments() + " --debug-path " + (dir / "out").string());

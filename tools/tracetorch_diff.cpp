@@ -3,18 +3,22 @@
 //
 //   tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']... [--accept RULES]...
 //                   [--arg-names RULES]... [--no-precision-tolerance] [--json REPORT] [--html REPORT.html] [--all]
+//                   [--merge-ranks]
 //
 // Exit status: 0 all within tolerance (or every difference accepted by a rule), 1 something
 // diverges, 2 unreadable or malformed input (a trace, a rules file) or a bad command line.
 
 #include <tracetorch/diff.hpp>
 #include <tracetorch/html_report.hpp>
+#include <tracetorch/rank_traces.hpp>
 
 #include "command_line.hpp"
 
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -26,7 +30,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: tracetorch-diff REF CANDIDATE [--atol 1e-5] [--rtol 1e-4] [--map 'REGEX=>REPLACEMENT']...\n"
     "                       [--accept RULES]... [--arg-names RULES]... [--no-precision-tolerance]\n"
-    "                       [--json REPORT] [--html REPORT.html] [--all]\n"
+    "                       [--json REPORT] [--html REPORT.html] [--all] [--merge-ranks]\n"
     "\n"
     "Compares two model addition debugger traces (directories holding <Root>_debug_tree_FULL_TENSORS.json,\n"
     "or those files) module by module and names the first divergence.\n"
@@ -47,6 +51,11 @@ constexpr const char* kUsage =
     "  --html REPORT.html  also write the report as one self-contained HTML page (summary, error plot,\n"
     "                  module tree; docs/reference/html_report.md)\n"
     "  --all           list every compared tensor\n"
+    "  --merge-ranks   REF or CANDIDATE is a multi-rank trace (tensor parallelism: rank_<r>/ directories and\n"
+    "                  tracetorch_ranks.json; detected without the flag): its ranks are merged into one trace,\n"
+    "                  sharded values rebuilt from their shards, replicated values checked equal on every rank;\n"
+    "                  a rank that disagrees or whose shard is misplaced or diverges is named (exit 1), a missing\n"
+    "                  rank is exit 2; the trace must hold tensor files (traced with --safetensors)\n"
     "Exit status: 0 within tolerance (or every difference accepted), 1 divergence, 2 unreadable or malformed\n"
     "input (a trace or a rules file) or a bad command line.\n";
 
@@ -81,6 +90,7 @@ struct CommandLine {
   std::vector<std::string> accept_files;
   std::vector<std::string> arg_names_files;
   bool all = false;
+  bool merge_ranks = false;
 };
 
 /// Throws UsageError on a command line it cannot use (a bad --map included).
@@ -111,6 +121,8 @@ CommandLine parse_command_line(int argc, char** argv) {
       command.options.precision_tolerance = false;
     } else if (flag == "--all") {
       command.all = true;
+    } else if (flag == "--merge-ranks") {
+      command.merge_ranks = true;
     } else if (flag.starts_with("--")) {
       throw UsageError("unknown option " + flag);
     } else {
@@ -122,6 +134,51 @@ CommandLine parse_command_line(int argc, char** argv) {
   }
   return command;
 }
+
+/// The multi-rank traces among REF and CANDIDATE, each merged into a temporary directory (removed
+/// at the end), and what the merges found.
+class RankMerges {
+ public:
+  RankMerges(const std::vector<std::string>& paths, bool required) : paths_{paths.at(0), paths.at(1)} {
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (!tracetorch::is_multi_rank_trace(paths_[i]) && !(required && i == 1)) continue;
+      if (temporary_.empty()) {
+        std::string pattern = (std::filesystem::temp_directory_path() / "tracetorch-diff-ranks-XXXXXX").string();
+        if (::mkdtemp(pattern.data()) == nullptr) throw tracetorch::Error("cannot create a temporary directory");
+        temporary_ = pattern;
+      }
+      merged_[i] = tracetorch::merge_rank_traces(paths_[i], temporary_ / (i == 0 ? "reference" : "candidate"));
+      paths_[i] = merged_[i]->directory;
+    }
+  }
+  ~RankMerges() {
+    std::error_code ec;
+    if (!temporary_.empty()) std::filesystem::remove_all(temporary_, ec);
+  }
+  const std::filesystem::path& path(std::size_t i) const { return paths_[i]; }
+
+  /// Prints each merge's findings (the candidate's also against REF's tensor files); false if any.
+  bool report(double atol, double rtol) {
+    bool agree = true;
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (!merged_[i]) continue;
+      if (i == 1) {
+        std::error_code ec;
+        const auto& reference = paths_[0];
+        tracetorch::attribute_diverging_shards(*merged_[i], std::filesystem::is_directory(reference, ec) ? reference : reference.parent_path(),
+                                               atol, rtol);
+      }
+      std::cout << (i == 0 ? "REF " : "CANDIDATE ") << tracetorch::rank_findings_text(*merged_[i]);
+      agree = agree && merged_[i]->findings.empty();
+    }
+    return agree;
+  }
+
+ private:
+  std::filesystem::path paths_[2];
+  std::filesystem::path temporary_;
+  std::optional<tracetorch::MergedRankTrace> merged_[2];
+};
 
 /// Reads the rules, compares, prints the report (and writes the JSON one): the exit status.
 int run(CommandLine& command) {
@@ -140,12 +197,14 @@ int run(CommandLine& command) {
       progress.emplace();
       options.progress = [&progress](std::size_t done, std::size_t total) { (*progress)(done, total); };
     }
-    const auto report = tracetorch::diff_traces(command.positional[0], command.positional[1], options);
+    RankMerges merges(command.positional, command.merge_ranks);
+    const auto report = tracetorch::diff_traces(merges.path(0), merges.path(1), options);
     progress.reset();
     std::cout << report.text(command.all) << std::flush;
+    const bool ranks_agree = merges.report(options.atol, options.rtol);
     if (!command.json_path.empty()) tracetorch::write_diff_report(report, command.json_path);
     if (!command.html_path.empty()) tracetorch::write_html_report(command.html_path, report.json());
-    return report.within_tolerance() ? 0 : 1;
+    return report.within_tolerance() && ranks_agree ? 0 : 1;
   } catch (const tracetorch::Error& e) {
     std::cerr << "tracetorch-diff: " << e.what() << "\n";
     return 2;

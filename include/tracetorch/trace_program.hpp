@@ -58,9 +58,10 @@ struct TraceProgramOptions {
   checkpoint::Options checkpoint;
 };
 
-/// The whole program: parses argv, runs, returns the exit status (see the file comment).
-template <class Model, class Config>
-int trace_main(int argc, char** argv, const TraceProgramOptions& options = {}) {
+/// What trace_main does with a model: the traced call, the checkpoint load, the replay (a
+/// tensor-parallel program, tracetorch/distributed.hpp, wraps them).
+template <class Model>
+detail::TraceProgramHooks<Model> trace_program_hooks() {
   detail::TraceProgramHooks<Model> hooks;
   hooks.trace = [](Model& model, const detail::TraceArguments& args, const std::function<void()>& call) {
     detail::TracedFiles files;
@@ -71,7 +72,8 @@ int trace_main(int argc, char** argv, const TraceProgramOptions& options = {}) {
       return files;
     }
     auto guard = model_addition_debugger(model, {.debug_path = args.debug_path, .do_prune_layers = args.prune_layers,
-                                                 .use_repr = args.use_repr, .find_nonfinite = args.find_nonfinite,
+                                                 .use_repr = args.use_repr, .rank = args.debugger_rank,
+                                                 .find_nonfinite = args.find_nonfinite,
                                                  .repeated_call_files = args.shared_call_files ? RepeatedCallFiles::shared
                                                                                                : RepeatedCallFiles::numbered});
     call();
@@ -99,8 +101,15 @@ int trace_main(int argc, char** argv, const TraceProgramOptions& options = {}) {
     }
     return report.count(ReplayStatus::diverges) > 0 ? 1 : 0;
   };
+  return hooks;
+}
+
+/// The whole program: parses argv, runs, returns the exit status (see the file comment).
+template <class Model, class Config>
+int trace_main(int argc, char** argv, const TraceProgramOptions& options = {}) {
   return detail::trace_main<Model, Config>(
-      argc, argv, detail::TraceProgramSettings{options.program, options.about, options.config_default, options.checkpoint}, hooks);
+      argc, argv, detail::TraceProgramSettings{options.program, options.about, options.config_default, options.checkpoint},
+      trace_program_hooks<Model>());
 }
 
 }  // namespace tracetorch

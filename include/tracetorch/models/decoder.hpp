@@ -14,7 +14,8 @@
 /// using Qwen3Model = tracetorch::models::Model<Qwen3>;      // traced as "Qwen3Model"
 /// \endcode
 ///
-/// What a family can restate: `name`; `rms_norm` (RMSNormKind::one_plus_weight: Gemma);
+/// What a family can restate: `name`; `ColwiseLinear`/`RowwiseLinear` with `colwise_linear` and
+/// `rowwise_linear` (tensor parallelism, tracetorch/nn/parallel.hpp); `rms_norm` (RMSNormKind::one_plus_weight: Gemma);
 /// `qk_norm` (Qwen3); `scale_embeddings` (the embeddings times sqrt(hidden_size): Gemma);
 /// `cache_only_when_used` (past_key_values in the output only when use_cache: Qwen3);
 /// `Activation` (a module type, or torch::nn::AnyModule for ACT2FN[config.hidden_act]); the call
@@ -111,6 +112,13 @@ struct DecoderFamily {
   static constexpr bool qk_norm = false;
   static constexpr bool scale_embeddings = false;
   static constexpr bool cache_only_when_used = false;
+  /// The linears a tensor-parallel family shards (transformers' tp_plan "colwise": q/k/v/gate/up,
+  /// "rowwise": o/down) and how they are made: plain nn::Linear here; tracetorch/nn/parallel.hpp's
+  /// ColwiseLinear and RowwiseLinear in a tensor-parallel family (examples/llama_tp).
+  using ColwiseLinear = nn::Linear;
+  using RowwiseLinear = nn::Linear;
+  static nn::Linear colwise_linear(const Config&, const torch::nn::LinearOptions& options) { return nn::Linear(options); }
+  static nn::Linear rowwise_linear(const Config&, const torch::nn::LinearOptions& options) { return nn::Linear(options); }
 
   /// LlamaModel passes each layer these (not use_cache: the layer keeps its default).
   static DecoderLayerKeywords layer_keywords(const LayerCall& call) {
@@ -145,7 +153,8 @@ struct AttentionImpl : torch::nn::Module {
   std::int64_t head_dim, num_heads, num_key_value_heads, num_key_value_groups, layer_idx;
   double scaling, attention_dropout;
   std::optional<std::int64_t> sliding_window;  // the layer's window; the mask applies it
-  nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  typename Family::ColwiseLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr};
+  typename Family::RowwiseLinear o_proj{nullptr};
   RMSNorm<Family> q_norm{nullptr}, k_norm{nullptr};  // registered only when Family::qk_norm
 };
 template <class Family>
@@ -211,10 +220,10 @@ AttentionImpl<Family>::AttentionImpl(const typename Family::Config& c, std::int6
   using torch::nn::LinearOptions;
   const bool bias = detail::attention_bias_of(c);
   const auto q_out = num_heads * head_dim, kv_out = num_key_value_heads * head_dim;
-  q_proj = register_module("q_proj", nn::Linear(LinearOptions(c.hidden_size, q_out).bias(bias)));
-  k_proj = register_module("k_proj", nn::Linear(LinearOptions(c.hidden_size, kv_out).bias(bias)));
-  v_proj = register_module("v_proj", nn::Linear(LinearOptions(c.hidden_size, kv_out).bias(bias)));
-  o_proj = register_module("o_proj", nn::Linear(LinearOptions(q_out, c.hidden_size).bias(bias)));
+  q_proj = register_module("q_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, q_out).bias(bias)));
+  k_proj = register_module("k_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, kv_out).bias(bias)));
+  v_proj = register_module("v_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, kv_out).bias(bias)));
+  o_proj = register_module("o_proj", Family::rowwise_linear(c, LinearOptions(q_out, c.hidden_size).bias(bias)));
   if constexpr (Family::qk_norm) {
     q_norm = register_module("q_norm", RMSNorm<Family>(head_dim, c.rms_norm_eps));
     k_norm = register_module("k_norm", RMSNorm<Family>(head_dim, c.rms_norm_eps));

@@ -78,7 +78,9 @@ struct RotaryEmbeddingImpl : torch::nn::Module {
 template <class Family>
 using RotaryEmbedding = FamilyHolder<RotaryEmbeddingImpl<Family>, Family, "RotaryEmbedding">;
 
-/// The gated MLP: down_proj(act_fn(gate_proj(x)) * up_proj(x)), called in that order. act_fn is
+/// The gated MLP: down_proj(act_fn(gate_proj(x)) * up_proj(x)), called in that order; gate and
+/// up are the family's column-parallel linears, down its row-parallel one (plain nn::Linear
+/// unless the family is tensor-parallel). act_fn is
 /// a `Family::Activation` (tracetorch::nn::SiLU by default); a `torch::nn::AnyModule` there means
 /// `ACT2FN[config.hidden_act]` (tracetorch::nn::get_activation).
 template <class Family>
@@ -87,9 +89,9 @@ struct GatedMLPImpl : torch::nn::Module {
   explicit GatedMLPImpl(const typename Family::Config& c) {
     using torch::nn::LinearOptions;
     const bool bias = detail::mlp_bias_of(c);
-    gate_proj = register_module("gate_proj", nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(bias)));
-    up_proj = register_module("up_proj", nn::Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(bias)));
-    down_proj = register_module("down_proj", nn::Linear(LinearOptions(c.intermediate_size, c.hidden_size).bias(bias)));
+    gate_proj = register_module("gate_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, c.intermediate_size).bias(bias)));
+    up_proj = register_module("up_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, c.intermediate_size).bias(bias)));
+    down_proj = register_module("down_proj", Family::rowwise_linear(c, LinearOptions(c.intermediate_size, c.hidden_size).bias(bias)));
     if constexpr (std::is_same_v<Activation, torch::nn::AnyModule>) {
       act_fn = nn::get_activation(c.hidden_act);
       register_module("act_fn", act_fn.ptr());
@@ -108,7 +110,8 @@ struct GatedMLPImpl : torch::nn::Module {
     return down_proj(gate * up_proj(x));
   }
 
-  nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  typename Family::ColwiseLinear gate_proj{nullptr}, up_proj{nullptr};
+  typename Family::RowwiseLinear down_proj{nullptr};
   Activation act_fn = [] {  // empty until the constructor makes it, as a holder{nullptr}
     if constexpr (std::is_same_v<Activation, torch::nn::AnyModule>) {
       return Activation();

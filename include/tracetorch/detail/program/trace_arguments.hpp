@@ -31,6 +31,9 @@ struct TraceArguments {
   std::vector<std::pair<std::string, std::string>> calls;
   bool find_nonfinite = false;
   std::optional<std::filesystem::path> replay, replay_json, replay_html, replay_accept;
+  /// Not a flag: the rank the debugger records as (a tensor-parallel rank records as its own
+  /// rank 0); unset, the debugger's rule ($RANK).
+  std::optional<int> debugger_rank;
 };
 
 /// The usage text of program `program` tracing `root` (a registered name, "LlamaModel"); `about`

@@ -23,6 +23,10 @@ namespace tracetorch::detail {
 struct TraceProgramSettings {
   std::string program, about, config_default;
   checkpoint::Options checkpoint;
+  /// True in a rank of a tensor-parallel run: every rank traces (into its own rank_<r>/).
+  bool every_rank_traces = false;
+  /// Lines added to the usage text (a parallel program's --world-size).
+  std::string extra_usage;
 };
 
 /// The files a traced call wrote (none with --find-nonfinite alone), and the sentinel's finding.
@@ -115,10 +119,11 @@ int run_trace_program(ParsedTraceProgram<Model>& parsed, const TraceProgramSetti
                       const TraceProgramHooks<Model>& hooks) {
   const TraceArguments& args = parsed.args;
   try {
-    // Only rank 0 records (the debugger's rule): another rank has nothing to write, so it says so
-    // and stops before any work.
-    if (const int rank = rank_from_environment(); rank != 0) {
-      std::cout << settings.program << ": RANK=" << rank << ": rank " << rank << " writes nothing (only rank 0 traces)\n";
+    // Only rank 0 records (the debugger's rule) unless every rank traces: another rank has
+    // nothing to write, so it says so on stderr and stops before any work.
+    if (const int rank = rank_from_environment(); rank != 0 && !settings.every_rank_traces) {
+      std::cerr << settings.program << ": RANK=" << rank << ": rank " << rank
+                << " writes nothing (only rank 0 traces; a tensor-parallel program traces every rank)\n";
       return 0;
     }
     // Everything read and checked before the model is built: a bad size or id is one line, no allocation.
@@ -156,7 +161,8 @@ int trace_main(int argc, char** argv, const TraceProgramSettings& settings, cons
   static_assert(model_forward_t<Model>::known, "tracetorch::trace_main: the model's forward must be one non-template function");
   const std::string usage = trace_usage(settings.program, traced_type_t<Model>::registered_name,
                                         settings.about.empty() ? std::string(traced_type_t<Model>::registered_name) : settings.about,
-                                        settings.config_default);
+                                        settings.config_default) +
+                            settings.extra_usage;
   return command_line::run_program(
       settings.program, usage, argc, argv, [](int c, char** v) { return parse_trace_program<Model>(c, v); },
       [&](ParsedTraceProgram<Model>& parsed) { return run_trace_program<Model, Config>(parsed, settings, hooks); });
