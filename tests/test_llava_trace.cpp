@@ -112,15 +112,17 @@ DOCTEST_TEST_CASE("llava_trace: --inputs and --call give the reference's traces 
   }
   // A tensor of --inputs that is no keyword of the root call is refused before any work.
   const auto bad = tracetorch_test::run_program(
-      TRACETORCH_LLAVA_TRACE, "--inputs " + (llava_trace_test::llava_dir() / "captured_vision.safetensors").string());
+      TRACETORCH_LLAVA_TRACE, "--inputs " + (llava_trace_test::llava_dir() / "captured_vision.safetensors").string() + " --debug-path " +
+                                   (dir / "refused").string());
   DOCTEST_CHECK(bad.exit_code == 2);
+  DOCTEST_CHECK(!std::filesystem::exists(dir / "refused"));
   DOCTEST_CHECK(bad.output.find("tensor 'last_hidden_state' is not a keyword of the call") != std::string::npos);
 }
 
 DOCTEST_TEST_CASE("llava_trace: --dump-captured writes the language model's hidden_states and attentions, bit for bit") {
   tracetorch_test::TempDir dir;
   const auto result = llava_trace_test::run_llava_trace("--call use_cache=False --output-hidden-states --output-attentions --dump-captured " +
-                                                        (dir / "captured").string());
+                                                        (dir / "captured").string() + " --debug-path " + (dir / "trace").string());
   DOCTEST_INFO(result.output);
   DOCTEST_REQUIRE(result.exit_code == 0);
   const tracetorch::safetensors::Reader expected(llava_trace_test::llava_dir() / "captured.safetensors");

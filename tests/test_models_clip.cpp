@@ -63,7 +63,7 @@ DOCTEST_TEST_CASE("models: each CLIP part computes what the Python reference com
   expect_bitwise("masked attention weights", masked_weights, clip_case("attention_masked.weights"));
   DOCTEST_CHECK(masked_weights.select(0, 1).select(-1, 0).abs().max().item<float>() == 0.0f);  // the masked key
   expect_bitwise("mlp (quick_gelu)", layer->mlp(hidden), clip_case("mlp.output"));
-  expect_bitwise("encoder layer", layer(hidden, torch::Tensor()), clip_case("layer.output"));
+  expect_bitwise("encoder layer", layer->forward(hidden, torch::Tensor(), tracetorch::Kwargs{}), clip_case("layer.output"));
 }
 
 DOCTEST_TEST_CASE("models: CLIPVisionModel captures hidden_states (not tied) and attentions as upstream, bit for bit") {
