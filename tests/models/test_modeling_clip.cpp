@@ -13,6 +13,9 @@ struct CLIPVisionModelTester {
       {"test_inputs_embeds_matches_input_ids",
        "a vision model: it takes pixel_values, "  // adjacent literals, as the scanner must read them
        "there are no input_ids and no inputs_embeds path"},
+      {"test_training",
+       "post_layernorm feeds only pooler_output, as upstream's: "
+       "a loss on last_hidden_state gives it no gradient"},
   };
 
   tracetorch::models::CLIPVisionConfig config = [] {

@@ -15,6 +15,9 @@ struct LlavaModelTester {
       {"test_batching_equivalence",
        "image_hidden_states is [images * patches, hidden] as upstream's, "
        "not batch-first, so a row of the batch is not a row of it"},
+      {"test_training",
+       "with vision_feature_layer -2 (upstream's default) the vision tower's last layer and "
+       "post_layernorm feed nothing, as upstream's: they get no gradient"},
   };
 
   llava::LlavaConfig config = [] {
