@@ -57,7 +57,9 @@ def main():
         "#include <tracetorch/tracetorch.hpp>\n#include <tracetorch/diff.hpp>\n#include <tracetorch/html_report.hpp>\n#include <tracetorch/models.hpp>\n#include <tracetorch/testing.hpp>\n",
         "#include <tracetorch/replay.hpp>\n#include <tracetorch/trace_program.hpp>\n",
         "#include <tracetorch/nn/parallel.hpp>\n#include <tracetorch/rank_traces.hpp>  // parallel.md (LibTorch only, no Gloo)\n",
-        "#include <vision/vision.hpp>  // examples/vision, for testing.md\n\n",
+        "#include <tracetorch/models/clip.hpp>\n",
+        "#include <vision/vision.hpp>  // examples/vision, for testing.md\n",
+        "#include <llava/llava.hpp>  // examples/llava, for ports/llava.md\n\n",
         "#include <filesystem>\n#include <fstream>\n#include <iostream>\n#include <map>\n#include <optional>\n",
         "#include <span>\n#include <string>\n#include <tuple>\n#include <vector>\n\n",
     ]

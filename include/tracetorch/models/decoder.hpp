@@ -18,6 +18,7 @@
 /// `rowwise_linear` (tensor parallelism, tracetorch/nn/parallel.hpp); `rms_norm` (RMSNormKind::one_plus_weight: Gemma);
 /// `qk_norm` (Qwen3); `scale_embeddings` (the embeddings times sqrt(hidden_size): Gemma);
 /// `cache_only_when_used` (past_key_values in the output only when use_cache: Qwen3);
+/// `rotary_position_ids_keyword` (`rotary_emb(h, position_ids=ids)`: Llama in transformers 5.x);
 /// `Activation` (a module type, or torch::nn::AnyModule for ACT2FN[config.hidden_act]); the call
 /// conventions: `DecoderLayerKeywords` with `layer_keywords(const LayerCall&)` (what the model
 /// passes each layer), `AttentionKeywords` with `attention_keywords(h, layer_keywords)` (what a
@@ -98,6 +99,9 @@ struct LayerCall {
   bool use_cache = false;
   torch::Tensor cache_position;
   PositionEmbeddings position_embeddings;
+  /// The options the model's caller passed, as given (upstream's `**kwargs`, which LlamaModel
+  /// from transformers 5.x hands on to every layer): for a family whose layers record them.
+  const OutputOptions* options = nullptr;
 };
 
 /// Llama's conventions (modeling_llama.py at 9ee3f431), the defaults a family restates in part.
@@ -119,6 +123,7 @@ struct DecoderFamily {
   using RowwiseLinear = nn::Linear;
   static nn::Linear colwise_linear(const Config&, const torch::nn::LinearOptions& options) { return nn::Linear(options); }
   static nn::Linear rowwise_linear(const Config&, const torch::nn::LinearOptions& options) { return nn::Linear(options); }
+  static constexpr bool rotary_position_ids_keyword = false;
 
   /// LlamaModel passes each layer these (not use_cache: the layer keeps its default).
   static DecoderLayerKeywords layer_keywords(const LayerCall& call) {
@@ -194,7 +199,7 @@ struct ModelImpl : torch::nn::Module {
   RotaryEmbedding<Family> rotary_emb{nullptr};
 
  private:
-  BaseModelOutputWithPast run_layers(const typename Family::ModelInputs& inputs, bool use_cache);
+  BaseModelOutputWithPast run_layers(const typename Family::ModelInputs& inputs, bool use_cache, const OutputOptions& options);
   std::vector<std::optional<std::int64_t>> layer_windows_;  // each layer's sliding window, if any
 };
 template <class Family>
@@ -295,11 +300,12 @@ BaseModelOutputWithPast ModelImpl<Family>::forward(const typename Family::ModelI
     throw Error(model + ": input_ids must be [batch, seq], got " + std::to_string(inputs.input_ids->dim()) + " dimensions");
   }
   const bool use_cache = options.use_cache.value_or(config.use_cache);
-  return capture_outputs(*this, merge_with_config_defaults(*this, options), [&] { return run_layers(inputs, use_cache); });
+  return capture_outputs(*this, merge_with_config_defaults(*this, options), [&] { return run_layers(inputs, use_cache, options); });
 }
 
 template <class Family>
-BaseModelOutputWithPast ModelImpl<Family>::run_layers(const typename Family::ModelInputs& inputs, bool use_cache) {
+BaseModelOutputWithPast ModelImpl<Family>::run_layers(const typename Family::ModelInputs& inputs, bool use_cache,
+                                                      const OutputOptions& options) {
   const auto given = [](const Keyword<torch::Tensor>& k) { return k.has_value() && k->defined(); };
   auto hidden_states = given(inputs.inputs_embeds) ? *inputs.inputs_embeds : embed_tokens(*inputs.input_ids);
   if constexpr (Family::scale_embeddings) {  // a 0-d tensor of the hidden dtype, as upstream (Gemma)
@@ -323,7 +329,12 @@ BaseModelOutputWithPast ModelImpl<Family>::run_layers(const typename Family::Mod
   std::optional<std::int64_t> built_window;
   torch::Tensor sliding_mask;
   LayerCall call{.position_ids = position_ids, .past_key_values = cache.get(), .use_cache = use_cache,
-                 .cache_position = cache_position, .position_embeddings = rotary_emb(hidden_states, position_ids)};
+                 .cache_position = cache_position, .options = &options};
+  if constexpr (rotary_position_ids_keyword<Family>) {  // rotary_emb(hidden_states, position_ids=position_ids)
+    call.position_embeddings = rotary_emb(hidden_states, RotaryKeywords{.position_ids = position_ids});
+  } else {
+    call.position_embeddings = rotary_emb(hidden_states, position_ids);
+  }
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const auto window = layer_windows_[i];
     if (window && window != built_window) sliding_mask = mask_for(built_window = window);

@@ -21,6 +21,7 @@
 #include <string>
 #include <type_traits>
 
+#include "tracetorch/keywords.hpp"
 #include "tracetorch/models/functional.hpp"
 #include "tracetorch/module.hpp"
 #include "tracetorch/nn.hpp"
@@ -57,6 +58,27 @@ struct RMSNormImpl : torch::nn::Module {
 template <class Family>
 using RMSNorm = FamilyHolder<RMSNormImpl<Family>, Family, "RMSNorm">;
 
+/// rotary_emb's position_ids passed by keyword, as `rotary_emb(x, position_ids=ids)` (Llama from
+/// transformers 5.x) where a family sets `rotary_position_ids_keyword`.
+struct RotaryKeywords {
+  Keyword<torch::Tensor> position_ids;
+};
+TRACETORCH_KEYWORDS(RotaryKeywords, position_ids);
+
+/// Whether `Family` passes rotary_emb's position_ids by keyword (false unless it says so).
+template <class Family>
+inline constexpr bool rotary_position_ids_keyword = [] {
+  if constexpr (requires { Family::rotary_position_ids_keyword; }) {
+    return static_cast<bool>(Family::rotary_position_ids_keyword);
+  } else {
+    return false;
+  }
+}();
+
+/// The rotary embedding's second parameter: a tensor (positional) or RotaryKeywords.
+template <class Family>
+using RotaryPositionIds = std::conditional_t<rotary_position_ids_keyword<Family>, RotaryKeywords, torch::Tensor>;
+
 /// The rotary embedding: inv_freq from the config's rope_theta, head dimension and rope_scaling
 /// ("default" or "llama3"); forward(x, position_ids) -> (cos, sin) in x's dtype. inv_freq is
 /// kept out of the state dict, as upstream's non-persistent buffer is.
@@ -65,10 +87,14 @@ struct RotaryEmbeddingImpl : torch::nn::Module {
   explicit RotaryEmbeddingImpl(const typename Family::Config& config) {
     const auto scaling = detail::rope_scaling_of(config);
     rope_type = scaling ? scaling->rope_type : "default";
-    std::tie(inv_freq, attention_scaling) = rope_inv_freq(config.rope_theta, detail::head_dim_of(config), scaling);
+    std::tie(inv_freq, attention_scaling) = rope_inv_freq(detail::rope_theta_of(config), detail::head_dim_of(config), scaling);
   }
-  PositionEmbeddings forward(const torch::Tensor& x, const torch::Tensor& position_ids) {
-    return rotary_cos_sin(inv_freq, attention_scaling, x, position_ids);
+  PositionEmbeddings forward(const torch::Tensor& x, const RotaryPositionIds<Family>& position_ids) {
+    if constexpr (rotary_position_ids_keyword<Family>) {
+      return rotary_cos_sin(inv_freq, attention_scaling, x, *position_ids.position_ids);
+    } else {
+      return rotary_cos_sin(inv_freq, attention_scaling, x, position_ids);
+    }
   }
 
   torch::Tensor inv_freq;

@@ -63,6 +63,16 @@ std::optional<std::int64_t> pad_token_id_of(const Config& c) {
   return std::nullopt;
 }
 
+/// rope_theta: the config's own, else its `rope_parameters.rope_theta` (transformers 5.x nests it).
+template <class Config>
+double rope_theta_of(const Config& c) {
+  if constexpr (requires { c.rope_parameters.rope_theta; } && !requires { c.rope_theta; }) {
+    return c.rope_parameters.rope_theta;
+  } else {
+    return c.rope_theta;
+  }
+}
+
 template <class Config>
 std::optional<RopeScaling> rope_scaling_of(const Config& c) {
   if constexpr (requires { c.rope_scaling; }) return c.rope_scaling;
