@@ -104,8 +104,8 @@ DOCTEST_TEST_CASE("qwen2_moe: both calls' traces equal the reference's (tests/da
   // The flag handed on as upstream's **kwargs: recorded at every layer and self_attn.
   const auto summary = tracetorch_test::read_file(dir / "trace_nocache" / "repr" / "Qwen2MoeModel_debug_tree_SUMMARY.json");
   std::size_t handed_on = 0;
-  for (auto at = summary.find("\"output_router_logits\": true"); at != std::string::npos;
-       at = summary.find("\"output_router_logits\": true", at + 1)) {
+  for (auto at = summary.find("\"output_router_logits\": \"True\""); at != std::string::npos;
+       at = summary.find("\"output_router_logits\": \"True\"", at + 1)) {
     ++handed_on;
   }
   DOCTEST_CHECK(handed_on == 1 + 2 * 3);  // the root, then each of 3 layers and its self_attn
@@ -188,7 +188,7 @@ DOCTEST_TEST_CASE("qwen2_moe_trace on its fixture: the default call's traces equ
                                                common + " --safetensors --call use_cache=False --debug-path " + (dir / "st").string());
   DOCTEST_REQUIRE_MESSAGE(st.exit_code == 0, st.output);
   const auto recorded = tracetorch_test::read_json(dir / "st" / summary);
-  DOCTEST_CHECK(recorded.at("inputs").at("kwargs").at("use_cache") == "False");
+  DOCTEST_CHECK(recorded.at("inputs").at("kwargs").at("use_cache").as_string() == "False");
 }
 
 }  // DOCTEST_TEST_SUITE("qwen2_moe")
