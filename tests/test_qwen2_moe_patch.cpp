@@ -67,8 +67,11 @@ DOCTEST_TEST_CASE("qwen2_moe: register_patch_mapping alone builds FusedExperts a
   // Registered but not patched: the recorder still looks for Qwen2MoeTopKRouter, absent here (as upstream).
   DOCTEST_CHECK(fused({.input_ids = ids}, wanted).router_logits->empty());
   const auto patched = tracetorch::patch_output_recorders(fused);
-  DOCTEST_REQUIRE(patched.size() == 1);
+  DOCTEST_REQUIRE(patched.size() == 3);  // the record map's three recorders, in its order
+  DOCTEST_CHECK(patched[0].field == "router_logits");
+  DOCTEST_CHECK(patched[0].target == "Qwen2MoeTopKRouter");
   DOCTEST_CHECK(patched[0].replacement == "FusedTopKRouter");
+  DOCTEST_CHECK(patched[1].replacement.empty());  // hidden_states: Qwen2MoeDecoderLayer, not replaced
   const auto swapped = fused({.input_ids = ids}, wanted);
   DOCTEST_CHECK(torch::allclose(swapped.last_hidden_state, reference.last_hidden_state, 1e-4, 1e-5));
   DOCTEST_REQUIRE(swapped.router_logits->size() == 2);
