@@ -23,7 +23,11 @@
 /// conventions: `DecoderLayerKeywords` with `layer_keywords(const LayerCall&)` (what the model
 /// passes each layer), `AttentionKeywords` with `attention_keywords(h, layer_keywords)` (what a
 /// layer passes its self_attn), `ModelInputs`. A sliding window comes from the config
-/// (`sliding_window`, and `layer_types` where the config has them: Mistral, Qwen3).
+/// (`sliding_window`, and `layer_types` where the config has them: Mistral, Qwen3). A family may
+/// also choose each layer's MLP (`MLP` and `make_mlp(config, layer_idx)`: Qwen2-MoE's sparse
+/// blocks beside dense layers), its output struct (`ModelOutput`), its record map (a
+/// specialisation of `ModelRecords<Family>`), and hand the call's output flags on to every layer
+/// and self_attn as upstream's `**kwargs` (`hand_on_output_flags`: transformers 5.x).
 
 #include <torch/torch.h>
 
@@ -34,11 +38,13 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "tracetorch/cache.hpp"
 #include "tracetorch/capture.hpp"
 #include "tracetorch/keywords.hpp"
+#include "tracetorch/kwargs.hpp"
 #include "tracetorch/models/layers.hpp"
 
 namespace tracetorch::models {
@@ -112,6 +118,7 @@ struct DecoderFamily {
   using AttentionKeywords = models::AttentionKeywords;
   using DecoderLayerKeywords = models::DecoderLayerKeywords;
   using ModelInputs = models::ModelInputs;
+  using ModelOutput = BaseModelOutputWithPast;
   static constexpr RMSNormKind rms_norm = RMSNormKind::weight;
   static constexpr bool qk_norm = false;
   static constexpr bool scale_embeddings = false;
@@ -124,6 +131,10 @@ struct DecoderFamily {
   static nn::Linear colwise_linear(const Config&, const torch::nn::LinearOptions& options) { return nn::Linear(options); }
   static nn::Linear rowwise_linear(const Config&, const torch::nn::LinearOptions& options) { return nn::Linear(options); }
   static constexpr bool rotary_position_ids_keyword = false;
+  /// Whether the model hands the call's output_* flags on to each layer (and the layer to its
+  /// self_attn) as `**kwargs`: upstream's capture_outputs reads them with kwargs.get, not pop,
+  /// since transformers 5 (Qwen2-MoE at 0233e509); Llama at 9ee3f431 pops them.
+  static constexpr bool hand_on_output_flags = false;
 
   /// LlamaModel passes each layer these (not use_cache: the layer keeps its default).
   static DecoderLayerKeywords layer_keywords(const LayerCall& call) {
@@ -147,13 +158,15 @@ struct DecoderFamily {
   }
 };
 
-/// Llama's attention: q/k/v/o projections (bias from config.attention_bias), with
+/// Llama's attention: q/k/v/o projections (bias from config.attention_bias; for q/k/v from
+/// config.qkv_bias where the config has one), with
 /// `Family::qk_norm` an RMSNorm over each head of q and k before the rotation (Qwen3), the
-/// cache updated, then eager attention. Returns (attn_output, attn_weights).
+/// cache updated, then eager attention. Returns (attn_output, attn_weights). `kwargs` is
+/// upstream's `**kwargs`: recorded by a trace, otherwise unused.
 template <class Family>
 struct AttentionImpl : torch::nn::Module {
   AttentionImpl(const typename Family::Config& config, std::int64_t layer_idx);
-  std::tuple<torch::Tensor, torch::Tensor> forward(const typename Family::AttentionKeywords& kw);
+  std::tuple<torch::Tensor, torch::Tensor> forward(const typename Family::AttentionKeywords& kw, const Kwargs& kwargs = {});
 
   std::int64_t head_dim, num_heads, num_key_value_heads, num_key_value_groups, layer_idx;
   double scaling, attention_dropout;
@@ -165,18 +178,55 @@ struct AttentionImpl : torch::nn::Module {
 template <class Family>
 using Attention = FamilyHolder<AttentionImpl<Family>, Family, "Attention">;
 
+}  // namespace tracetorch::models
+
+namespace tracetorch::detail {
+/// The family's MLP class: `Family::MLP` (a holder, or torch::nn::AnyModule when layers differ),
+/// else the gated MLP.
+template <class Family>
+struct family_mlp {
+  using type = models::GatedMLP<Family>;
+};
+template <class Family>
+  requires requires { typename Family::MLP; }
+struct family_mlp<Family> {
+  using type = typename Family::MLP;
+};
+}  // namespace tracetorch::detail
+
+namespace tracetorch::models {
+
 /// Pre-norm decoder layer: h + self_attn(input_layernorm(h)), then + mlp(post_attention_layernorm(.)).
+/// The mlp is `Family::make_mlp(config, layer_idx)` where the family has one, else GatedMLP; the
+/// layer's `kwargs` (upstream's `**kwargs`) are handed on to self_attn.
 template <class Family>
 struct DecoderLayerImpl : torch::nn::Module {
+  using MLP = typename detail::family_mlp<Family>::type;
   DecoderLayerImpl(const typename Family::Config& config, std::int64_t layer_idx);
-  torch::Tensor forward(const torch::Tensor& hidden_states, const typename Family::DecoderLayerKeywords& kw = {});
+  torch::Tensor forward(const torch::Tensor& hidden_states, const typename Family::DecoderLayerKeywords& kw = {},
+                        const Kwargs& kwargs = {});
 
   Attention<Family> self_attn{nullptr};
-  GatedMLP<Family> mlp{nullptr};
+  MLP mlp = [] {  // empty until the constructor makes it, as a holder{nullptr}
+    if constexpr (std::is_same_v<MLP, torch::nn::AnyModule>) {
+      return MLP();
+    } else {
+      return MLP(nullptr);
+    }
+  }();
   RMSNorm<Family> input_layernorm{nullptr}, post_attention_layernorm{nullptr};
 };
 template <class Family>
 using DecoderLayer = FamilyHolder<DecoderLayerImpl<Family>, Family, "DecoderLayer">;
+
+/// A family's record map (transformers' `_can_record_outputs`): by default each layer's input
+/// (hidden_states) and each attention's weights (its output 1). A family with others specialises
+/// it after its classes (Qwen2-MoE adds router_logits, its router's output 0).
+template <class Family>
+struct ModelRecords {
+  static constexpr auto value =
+      output_records(record<"hidden_states", DecoderLayer<Family>>(), record<"attentions", OutputRecorder<Attention<Family>, 1>>());
+};
 
 /// The base model: embed_tokens, layers, norm, rotary_emb. forward({.input_ids = ids}) as
 /// Python's model(input_ids=ids): a DynamicCache when use_cache (the call's, else the config's),
@@ -184,13 +234,12 @@ using DecoderLayer = FamilyHolder<DecoderLayerImpl<Family>, Family, "DecoderLaye
 /// attention_mask, and a sliding one for sliding layers), one rotary embedding for all layers.
 template <class Family>
 struct ModelImpl : torch::nn::Module {
-  /// transformers' _can_record_outputs: each layer's input (hidden_states), each attention's
-  /// weights (its output 1).
-  static constexpr auto can_record_outputs =
-      output_records(record<"hidden_states", DecoderLayer<Family>>(), record<"attentions", OutputRecorder<Attention<Family>, 1>>());
+  using Output = typename Family::ModelOutput;
+  /// transformers' _can_record_outputs: ModelRecords<Family>.
+  static constexpr auto can_record_outputs = ModelRecords<Family>::value;
 
   explicit ModelImpl(const typename Family::Config& config);
-  BaseModelOutputWithPast forward(const typename Family::ModelInputs& inputs, const OutputOptions& options = {});
+  Output forward(const typename Family::ModelInputs& inputs, const OutputOptions& options = {});
 
   typename Family::Config config;
   nn::Embedding embed_tokens{nullptr};
@@ -199,7 +248,8 @@ struct ModelImpl : torch::nn::Module {
   RotaryEmbedding<Family> rotary_emb{nullptr};
 
  private:
-  BaseModelOutputWithPast run_layers(const typename Family::ModelInputs& inputs, bool use_cache, const OutputOptions& options);
+  Output run_layers(const typename Family::ModelInputs& inputs, bool use_cache, const OutputOptions& options,
+                    const Kwargs& handed_on);
   std::vector<std::optional<std::int64_t>> layer_windows_;  // each layer's sliding window, if any
 };
 template <class Family>
@@ -223,12 +273,12 @@ AttentionImpl<Family>::AttentionImpl(const typename Family::Config& c, std::int6
       attention_dropout(detail::attention_dropout_of(c)),
       sliding_window(detail::sliding_window_of(c, layer_idx_)) {
   using torch::nn::LinearOptions;
-  const bool bias = detail::attention_bias_of(c);
+  const bool bias = detail::qkv_bias_of(c);
   const auto q_out = num_heads * head_dim, kv_out = num_key_value_heads * head_dim;
   q_proj = register_module("q_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, q_out).bias(bias)));
   k_proj = register_module("k_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, kv_out).bias(bias)));
   v_proj = register_module("v_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, kv_out).bias(bias)));
-  o_proj = register_module("o_proj", Family::rowwise_linear(c, LinearOptions(q_out, c.hidden_size).bias(bias)));
+  o_proj = register_module("o_proj", Family::rowwise_linear(c, LinearOptions(q_out, c.hidden_size).bias(detail::attention_bias_of(c))));
   if constexpr (Family::qk_norm) {
     q_norm = register_module("q_norm", RMSNorm<Family>(head_dim, c.rms_norm_eps));
     k_norm = register_module("k_norm", RMSNorm<Family>(head_dim, c.rms_norm_eps));
@@ -236,7 +286,8 @@ AttentionImpl<Family>::AttentionImpl(const typename Family::Config& c, std::int6
 }
 
 template <class Family>
-std::tuple<torch::Tensor, torch::Tensor> AttentionImpl<Family>::forward(const typename Family::AttentionKeywords& kw) {
+std::tuple<torch::Tensor, torch::Tensor> AttentionImpl<Family>::forward(const typename Family::AttentionKeywords& kw,
+                                                                        const Kwargs& /*kwargs*/) {
   const auto& hidden_states = *kw.hidden_states;
   auto shape = hidden_states.sizes().vec();  // (*input_shape, -1, head_dim)
   shape.back() = -1;
@@ -259,19 +310,28 @@ std::tuple<torch::Tensor, torch::Tensor> AttentionImpl<Family>::forward(const ty
 template <class Family>
 DecoderLayerImpl<Family>::DecoderLayerImpl(const typename Family::Config& c, std::int64_t layer_idx) {
   self_attn = register_module("self_attn", Attention<Family>(c, layer_idx));
-  mlp = register_module("mlp", GatedMLP<Family>(c));
+  if constexpr (requires { Family::make_mlp(c, layer_idx); }) {
+    mlp = Family::make_mlp(c, layer_idx);
+  } else {
+    mlp = MLP(c);
+  }
+  register_module("mlp", mlp.ptr());
   input_layernorm = register_module("input_layernorm", RMSNorm<Family>(c.hidden_size, c.rms_norm_eps));
   post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm<Family>(c.hidden_size, c.rms_norm_eps));
 }
 
 template <class Family>
 torch::Tensor DecoderLayerImpl<Family>::forward(const torch::Tensor& hidden_states,
-                                                const typename Family::DecoderLayerKeywords& kw) {
+                                                const typename Family::DecoderLayerKeywords& kw, const Kwargs& kwargs) {
   auto residual = hidden_states;
-  auto h = std::get<0>(self_attn(Family::attention_keywords(input_layernorm(hidden_states), kw)));
+  auto h = std::get<0>(self_attn(Family::attention_keywords(input_layernorm(hidden_states), kw), kwargs));
   h = residual + h;
   residual = h;
-  return residual + mlp(post_attention_layernorm(h));
+  if constexpr (std::is_same_v<MLP, torch::nn::AnyModule>) {
+    return residual + mlp.template forward<torch::Tensor>(post_attention_layernorm(h));
+  } else {
+    return residual + mlp(post_attention_layernorm(h));
+  }
 }
 
 template <class Family>
@@ -289,8 +349,27 @@ ModelImpl<Family>::ModelImpl(const typename Family::Config& c) : config(c) {
   rotary_emb = register_module("rotary_emb", RotaryEmbedding<Family>(c));
 }
 
+}  // namespace tracetorch::models
+
+namespace tracetorch::detail {
+/// The call's own output_* flags, in its order, as upstream's **kwargs hands them on (a list of
+/// hidden-state positions is not a Kwargs value: not handed on).
+inline Kwargs output_flags_handed_on(const OutputOptions& options) {
+  Kwargs flags;
+  tracetorch_keywords(options, [&](std::string_view name, const auto& value) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
+      if (name.starts_with("output_")) flags.add(std::string(name), value);
+    }
+  });
+  return flags;
+}
+}  // namespace tracetorch::detail
+
+namespace tracetorch::models {
+
 template <class Family>
-BaseModelOutputWithPast ModelImpl<Family>::forward(const typename Family::ModelInputs& inputs, const OutputOptions& options) {
+typename ModelImpl<Family>::Output ModelImpl<Family>::forward(const typename Family::ModelInputs& inputs,
+                                                              const OutputOptions& options) {
   const auto given = [](const Keyword<torch::Tensor>& k) { return k.has_value() && k->defined(); };
   const std::string model(std::string(Family::name) + "Model");
   if (given(inputs.input_ids) == given(inputs.inputs_embeds)) {
@@ -300,12 +379,14 @@ BaseModelOutputWithPast ModelImpl<Family>::forward(const typename Family::ModelI
     throw Error(model + ": input_ids must be [batch, seq], got " + std::to_string(inputs.input_ids->dim()) + " dimensions");
   }
   const bool use_cache = options.use_cache.value_or(config.use_cache);
-  return capture_outputs(*this, merge_with_config_defaults(*this, options), [&] { return run_layers(inputs, use_cache, options); });
+  const Kwargs handed_on = Family::hand_on_output_flags ? detail::output_flags_handed_on(options) : Kwargs{};
+  return capture_outputs(*this, merge_with_config_defaults(*this, options),
+                         [&] { return run_layers(inputs, use_cache, options, handed_on); });
 }
 
 template <class Family>
-BaseModelOutputWithPast ModelImpl<Family>::run_layers(const typename Family::ModelInputs& inputs, bool use_cache,
-                                                      const OutputOptions& options) {
+typename ModelImpl<Family>::Output ModelImpl<Family>::run_layers(const typename Family::ModelInputs& inputs, bool use_cache,
+                                                                 const OutputOptions& options, const Kwargs& handed_on) {
   const auto given = [](const Keyword<torch::Tensor>& k) { return k.has_value() && k->defined(); };
   auto hidden_states = given(inputs.inputs_embeds) ? *inputs.inputs_embeds : embed_tokens(*inputs.input_ids);
   if constexpr (Family::scale_embeddings) {  // a 0-d tensor of the hidden dtype, as upstream (Gemma)
@@ -340,10 +421,13 @@ BaseModelOutputWithPast ModelImpl<Family>::run_layers(const typename Family::Mod
     if (window && window != built_window) sliding_mask = mask_for(built_window = window);
     call.attention_mask = window ? sliding_mask : full_mask;
     // Through the holder type, so the call is traced (as<DecoderLayerImpl> would not be).
-    hidden_states = (*layers)[i]->as<DecoderLayer<Family>>()->forward(hidden_states, Family::layer_keywords(call));
+    hidden_states = (*layers)[i]->as<DecoderLayer<Family>>()->forward(hidden_states, Family::layer_keywords(call), handed_on);
   }
   const bool keep_cache = use_cache || !Family::cache_only_when_used;
-  return {.last_hidden_state = norm(hidden_states), .past_key_values = keep_cache ? cache : nullptr};
+  Output output;
+  output.last_hidden_state = norm(hidden_states);
+  output.past_key_values = keep_cache ? cache : nullptr;
+  return output;
 }
 
 }  // namespace tracetorch::models

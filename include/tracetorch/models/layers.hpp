@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -80,7 +81,7 @@ template <class Family>
 using RotaryPositionIds = std::conditional_t<rotary_position_ids_keyword<Family>, RotaryKeywords, torch::Tensor>;
 
 /// The rotary embedding: inv_freq from the config's rope_theta, head dimension and rope_scaling
-/// ("default" or "llama3"); forward(x, position_ids) -> (cos, sin) in x's dtype. inv_freq is
+/// ("default" or "llama3"; or a nested `rope_parameters` holding rope_type and rope_theta); forward(x, position_ids) -> (cos, sin) in x's dtype. inv_freq is
 /// kept out of the state dict, as upstream's non-persistent buffer is.
 template <class Family>
 struct RotaryEmbeddingImpl : torch::nn::Module {
@@ -108,16 +109,19 @@ using RotaryEmbedding = FamilyHolder<RotaryEmbeddingImpl<Family>, Family, "Rotar
 /// up are the family's column-parallel linears, down its row-parallel one (plain nn::Linear
 /// unless the family is tensor-parallel). act_fn is
 /// a `Family::Activation` (tracetorch::nn::SiLU by default); a `torch::nn::AnyModule` there means
-/// `ACT2FN[config.hidden_act]` (tracetorch::nn::get_activation).
+/// `ACT2FN[config.hidden_act]` (tracetorch::nn::get_activation). `intermediate_size`, when given,
+/// replaces the config's (Qwen2-MoE's `Qwen2MoeMLP(config, intermediate_size=...)`: the shared
+/// expert's width).
 template <class Family>
 struct GatedMLPImpl : torch::nn::Module {
   using Activation = typename Family::Activation;
-  explicit GatedMLPImpl(const typename Family::Config& c) {
+  explicit GatedMLPImpl(const typename Family::Config& c, std::optional<std::int64_t> intermediate_size = std::nullopt) {
     using torch::nn::LinearOptions;
     const bool bias = detail::mlp_bias_of(c);
-    gate_proj = register_module("gate_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, c.intermediate_size).bias(bias)));
-    up_proj = register_module("up_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, c.intermediate_size).bias(bias)));
-    down_proj = register_module("down_proj", Family::rowwise_linear(c, LinearOptions(c.intermediate_size, c.hidden_size).bias(bias)));
+    const std::int64_t width = intermediate_size.value_or(c.intermediate_size);
+    gate_proj = register_module("gate_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, width).bias(bias)));
+    up_proj = register_module("up_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, width).bias(bias)));
+    down_proj = register_module("down_proj", Family::rowwise_linear(c, LinearOptions(width, c.hidden_size).bias(bias)));
     if constexpr (std::is_same_v<Activation, torch::nn::AnyModule>) {
       act_fn = nn::get_activation(c.hidden_act);
       register_module("act_fn", act_fn.ptr());

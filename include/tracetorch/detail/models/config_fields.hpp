@@ -3,7 +3,9 @@
 /// What the shared decoder parts read from a family's config struct. The sizes every family has
 /// are read directly (config.hidden_size, ...); the fields only some families have are read here,
 /// each with upstream's meaning when the struct lacks it (no head_dim: hidden_size / heads; no
-/// attention_bias: false; no sliding window: full attention).
+/// attention_bias: false; no sliding window: full attention). Qwen2's era names some differently:
+/// `qkv_bias` (the q/k/v projections' bias, o_proj none) and `rope_parameters` (rope_type and
+/// rope_theta in one object), read here where the struct has them.
 
 #include <cstdint>
 #include <optional>
@@ -45,6 +47,14 @@ bool attention_bias_of(const Config& c) {
   return false;
 }
 
+/// The q/k/v projections' bias: `qkv_bias` where the config has it (Qwen2, Qwen2-MoE: o_proj
+/// then has none unless attention_bias says so), else attention_bias.
+template <class Config>
+bool qkv_bias_of(const Config& c) {
+  if constexpr (requires { c.qkv_bias; }) return c.qkv_bias;
+  return attention_bias_of(c);
+}
+
 template <class Config>
 bool mlp_bias_of(const Config& c) {
   if constexpr (requires { c.mlp_bias; }) return c.mlp_bias;
@@ -63,20 +73,37 @@ std::optional<std::int64_t> pad_token_id_of(const Config& c) {
   return std::nullopt;
 }
 
-/// rope_theta: the config's own, else its `rope_parameters.rope_theta` (transformers 5.x nests it).
+/// rope_theta: `rope_parameters.rope_theta` where the config nests it (transformers 5.x), else
+/// the config's own rope_theta.
 template <class Config>
 double rope_theta_of(const Config& c) {
-  if constexpr (requires { c.rope_parameters.rope_theta; } && !requires { c.rope_theta; }) {
-    return c.rope_parameters.rope_theta;
+  if constexpr (requires { c.rope_parameters.rope_theta; }) {
+    return static_cast<double>(c.rope_parameters.rope_theta);
   } else {
     return c.rope_theta;
   }
 }
 
+/// rope_scaling, or `rope_parameters` read as one (its rope_type and, where it has them, the
+/// llama3 keys).
 template <class Config>
 std::optional<RopeScaling> rope_scaling_of(const Config& c) {
-  if constexpr (requires { c.rope_scaling; }) return c.rope_scaling;
-  return std::nullopt;
+  if constexpr (requires { c.rope_scaling; }) {
+    return c.rope_scaling;
+  } else if constexpr (requires { c.rope_parameters.rope_type; }) {
+    RopeScaling scaling;
+    const auto& p = c.rope_parameters;
+    scaling.rope_type = p.rope_type;
+    if constexpr (requires { p.factor; }) scaling.factor = p.factor;
+    if constexpr (requires { p.low_freq_factor; }) scaling.low_freq_factor = p.low_freq_factor;
+    if constexpr (requires { p.high_freq_factor; }) scaling.high_freq_factor = p.high_freq_factor;
+    if constexpr (requires { p.original_max_position_embeddings; }) {
+      scaling.original_max_position_embeddings = p.original_max_position_embeddings;
+    }
+    return scaling;
+  } else {
+    return std::nullopt;
+  }
 }
 
 /// The window of layer `layer_idx`, or nullopt for full attention: from `layer_types` when the
