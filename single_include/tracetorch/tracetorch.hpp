@@ -1122,6 +1122,12 @@ inline constexpr char kTensorFileExtension[] = ".safetensors";
 inline constexpr char kTensorFilePrefix[] = "./";
 inline constexpr char kTensorKey[] = "data";
 
+// A multi-rank trace (tensor parallelism): <debug_path>/rank_<r>/ holds rank r's trace and its
+// shard specs; rank 0 writes <debug_path>/tracetorch_ranks.json, the index of the ranks.
+inline constexpr char kRankDirectoryPrefix[] = "rank_";
+inline constexpr char kRankIndexFile[] = "tracetorch_ranks.json";
+inline constexpr char kShardSpecFile[] = "tracetorch_shards.json";
+
 // A tensor file's stem, transformers' naming: <module_path>[_call<N>]_inputs_args_0,
 // <module_path>_inputs_kwargs_<name>, <module_path>_outputs, then _<index> or _<key> per level.
 // The root's outputs are <Root>_outputs*, written as files but left out of the JSON.
