@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 
 extern char** environ;
 

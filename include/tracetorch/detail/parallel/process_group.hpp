@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 #include "tracetorch/detail/parallel/linear.hpp"
 
 #ifndef USE_C10D_GLOO

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 #include "tracetorch/detail/fs/read_file.hpp"
 #include "tracetorch/detail/parallel/shard_spec.hpp"
 #include "tracetorch/detail/text/python_json.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 
 namespace tracetorch::detail {
 

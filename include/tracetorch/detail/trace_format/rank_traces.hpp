@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tracetorch/detail/error.hpp"
+#include "tracetorch/error.hpp"
 #include "tracetorch/detail/fs/read_file.hpp"
 #include "tracetorch/detail/parallel/rank_trace.hpp"
 #include "tracetorch/detail/trace_format/format.hpp"
