@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -15,20 +14,8 @@ namespace tracetorch::detail {
 
 /// The end of the run of bytes from `i` that json.dumps copies unchanged: printable ASCII
 /// other than '"' and '\\'. Traces are mostly that, and copying a whole run at a time is much
-/// faster than escaping byte by byte. Eight bytes are checked at once while none of them needs
-/// escaping (the printed tensor lines, most of a use_repr=true trace's text), then byte by byte.
+/// faster than escaping byte by byte.
 inline std::size_t json_plain_run_end(std::string_view text, std::size_t i) {
-  constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-  // Nonzero where some byte of x is below n (n <= 0x80): exact as to whether one is.
-  constexpr auto any_below = [](std::uint64_t x, std::uint64_t n) { return (x - ones * n) & ~x & highs; };
-  while (i + 8 <= text.size()) {
-    std::uint64_t word;
-    std::memcpy(&word, text.data() + i, 8);
-    const std::uint64_t special = (word & highs) | any_below(word, 0x20) | any_below(word ^ (ones * '"'), 1) |
-                                  any_below(word ^ (ones * '\\'), 1) | any_below(word ^ (ones * 0x7F), 1);
-    if (special != 0) break;
-    i += 8;
-  }
   while (i < text.size()) {
     const auto byte = static_cast<unsigned char>(text[i]);
     if (byte < 0x20 || byte >= 0x7F || byte == '"' || byte == '\\') break;
