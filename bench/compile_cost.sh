@@ -10,8 +10,13 @@
 # "TOTAL"; one more, untimed compile): that figure is the same at every run, grows with the
 # parsing and instantiating a translation unit asks for, and shows a change that the times hide.
 #   bench/compile_cost.sh [N]        (run from the repository root; default N=3)
+#   bench/compile_cost.sh --memory-only   (GCC's memory counts alone, no timed runs: the one figure
+#                                           a shared machine does not blur; the table's times are 0)
 set -euo pipefail
+memory_only=false
+if [[ ${1:-} == --memory-only ]]; then memory_only=true; shift; fi
 runs=${1:-3}
+if $memory_only; then runs=0; fi
 cxx=${CXX:-c++}
 root=$(pwd)
 flags=(-O3 -DNDEBUG -D_GLIBCXX_USE_CXX11_ABI=1 -std=gnu++20 -I"$root/include" -I"$root/examples" -I"$root/bench"
@@ -39,17 +44,19 @@ for _ in $(seq "$runs"); do
   done
 done
 median() {  # median of the times recorded for $1
+  [[ -n ${times[$1]-} ]] || { echo 0; return; }
   printf '%s\n' ${times[$1]} | sort -g | awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'
 }
-fastest() { printf '%s\n' ${times[$1]} | sort -g | head -1; }
+fastest() { [[ -n ${times[$1]-} ]] || { echo 0; return; }; printf '%s\n' ${times[$1]} | sort -g | head -1; }
 declare -A memory
 for i in "${!names[@]}"; do  # GCC's allocated memory in MB, deterministic
   memory[${names[$i]}]=$("$cxx" "${flags[@]}" ${extra[$i]} -ftime-report -c "${sources[$i]}" -o "$work/out.o" 2>&1 |
                          awk '/^ TOTAL/ {print $NF + 0}')
 done
+ratio() { if [[ $(echo "$2 == 0" | bc) == 1 ]]; then echo 0; else echo "$1 / $2" | bc -l; fi; }
 row() {  # row LABEL NAME BASE_NAME
-  printf '| %s | %.2f | %.3f | %.2f | %.3f | %d | %.3f |\n' "$1" "$(median "$2")" "$(echo "$(median "$2") / $(median "$3")" | bc -l)" \
-    "$(fastest "$2")" "$(echo "$(fastest "$2") / $(fastest "$3")" | bc -l)" "${memory[$2]}" "$(echo "${memory[$2]} / ${memory[$3]}" | bc -l)"
+  printf '| %s | %.2f | %.3f | %.2f | %.3f | %d | %.3f |\n' "$1" "$(median "$2")" "$(ratio "$(median "$2")" "$(median "$3")")" \
+    "$(fastest "$2")" "$(ratio "$(fastest "$2")" "$(fastest "$3")")" "${memory[$2]}" "$(ratio "${memory[$2]}" "${memory[$3]}")"
 }
 printf '| translation unit | median s | ratio | fastest s | ratio | GCC memory MB | ratio |\n| --- | --- | --- | --- | --- | --- | --- |\n'
 row '<torch/torch.h> alone' torch_only torch_only
