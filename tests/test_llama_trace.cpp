@@ -104,7 +104,7 @@ DOCTEST_TEST_CASE("--output-hidden-states/--output-attentions with --dump-captur
 
   const auto misuse = run_llama_trace("--dump-captured " + (dir / "x").string() + " --debug-path " + (dir / "y").string());
   DOCTEST_CHECK(misuse.exit_code == 2);
-  DOCTEST_CHECK(misuse.output.find("--dump-captured needs --output-hidden-states or --output-attentions") != std::string::npos);
+  DOCTEST_CHECK(misuse.output.find("--dump-captured needs --output-hidden-states, --output-attentions or --call output_<key>=True") != std::string::npos);
 }
 
 DOCTEST_TEST_CASE("random weights and ids from --batch/--seq/--seed, pruned by default") {

@@ -119,21 +119,22 @@ DOCTEST_TEST_CASE("llava_trace: --inputs and --call give the reference's traces 
   DOCTEST_CHECK(bad.output.find("tensor 'last_hidden_state' is not a keyword of the call") != std::string::npos);
 }
 
-DOCTEST_TEST_CASE("llava_trace: --dump-captured writes the language model's hidden_states and attentions, bit for bit") {
+DOCTEST_TEST_CASE("llava_trace: --dump-captured writes logits, hidden_states, attentions and image_hidden_states, bit for bit") {
   tracetorch_test::TempDir dir;
   const auto result = llava_trace_test::run_llava_trace("--call use_cache=False --output-hidden-states --output-attentions --dump-captured " +
                                                         (dir / "captured").string() + " --debug-path " + (dir / "trace").string());
   DOCTEST_INFO(result.output);
   DOCTEST_REQUIRE(result.exit_code == 0);
   const tracetorch::safetensors::Reader expected(llava_trace_test::llava_dir() / "captured.safetensors");
-  for (const auto& [key, count] : {std::pair{"hidden_states", 3}, std::pair{"attentions", 2}}) {
-    for (int i = 0; i < count; ++i) {
-      const auto name = std::string(key) + "_" + std::to_string(i);
-      DOCTEST_INFO(name);
-      const auto mine = tracetorch::safetensors::load_single(dir / "captured" / (name + ".safetensors"), "data");
-      DOCTEST_CHECK(torch::equal(mine, expected.load(name)));
-    }
+  std::size_t compared = 0;
+  for (const auto& info : expected.header().tensors) {  // the bundle's names: logits, hidden_states_<i>, ..., image_hidden_states
+    const auto& name = info.name;
+    DOCTEST_INFO(name);
+    const auto mine = tracetorch::safetensors::load_single(dir / "captured" / (name + ".safetensors"), "data");
+    DOCTEST_CHECK(torch::equal(mine, expected.load(name)));
+    ++compared;
   }
+  DOCTEST_CHECK(compared == 7);
   DOCTEST_CHECK(!std::filesystem::exists(dir / "captured" / "hidden_states_3.safetensors"));
 }
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <tracetorch/keywords.hpp>
+#include <tracetorch/capture.hpp>
 #include <tracetorch/output.hpp>
 
 #include "tracetorch/detail/program/keyword_assign.hpp"
@@ -119,9 +120,21 @@ DOCTEST_TEST_CASE("OutputOptions' keywords by name") {
   tracetorch::detail::assign_keyword(options, "use_cache", parse_python_literal("False", "x"), context);
   DOCTEST_CHECK(options.output_hidden_states->all());
   DOCTEST_CHECK(options.use_cache == false);
+  // output_<key>: the record keys some capturing model of this program declares (the toys' and,
+  // where the ports are built, Qwen2-MoE's router_logits), listed in declaration order.
+  const auto flags = tracetorch::record_key_flags(options);
+  std::string listed = "the keywords are output_hidden_states, output_attentions, ";
+  for (const auto& flag : flags) listed += flag + ", ";
   DOCTEST_CHECK_THROWS_WITH_AS(
       tracetorch::detail::assign_keyword(options, "output_router_logit", parse_python_literal("True", "x"), context),
-      doctest::Contains("the keywords are output_hidden_states, output_attentions, use_cache"), tracetorch::Error);
+      doctest::Contains((listed + "use_cache").c_str()), tracetorch::Error);
+  DOCTEST_CHECK(options.output.empty());
+  for (const auto& flag : flags) {
+    tracetorch::detail::assign_keyword(options, flag, parse_python_literal("True", "x"), context);
+    DOCTEST_CHECK(("output_" + std::string(options.output.back().key.name())) == flag);
+    DOCTEST_CHECK(options.output.back().value);
+  }
+  DOCTEST_CHECK(options.output.size() == flags.size());
 }
 
 }  // DOCTEST_TEST_SUITE

@@ -191,4 +191,42 @@ DOCTEST_TEST_CASE("qwen2_moe_trace on its fixture: the default call's traces equ
   DOCTEST_CHECK(recorded.at("inputs").at("kwargs").at("use_cache").as_string() == "False");
 }
 
+DOCTEST_TEST_CASE("qwen2_moe_trace --call output_router_logits=True: the second call's trace and capture as the reference's; a misspelt key refused") {
+  tracetorch_test::TempDir dir;
+  const auto common = " --config " + (bundle() / "config.json").string() + " --weights " +
+                      (bundle() / "model.safetensors").string() + " --input-ids " +
+                      (bundle() / "input_ids.safetensors").string() + " --no-prune-layers --call use_cache=False";
+  // Python's `model(input_ids=ids, use_cache=False, output_router_logits=True)`, printed kind.
+  const auto traced = tracetorch_test::run_program(TRACETORCH_QWEN2_MOE_TRACE,
+                                                   common + " --call output_router_logits=True --debug-path " + (dir / "repr").string());
+  DOCTEST_REQUIRE_MESSAGE(traced.exit_code == 0, traced.output);
+  const std::string summary = "Qwen2MoeModel_debug_tree_SUMMARY.json";
+  DOCTEST_CHECK(tracetorch_test::read_file(dir / "repr" / summary) ==
+                tracetorch_test::read_file(bundle() / "trace_nocache_repr" / summary));
+
+  // captured.json's call, flags in its order; every captured tensor bit for bit under the bundle's name.
+  const auto captured = tracetorch_test::run_program(
+      TRACETORCH_QWEN2_MOE_TRACE, common + " --call output_hidden_states=True --call output_attentions=True --call output_router_logits=True"
+                                           " --dump-captured " + (dir / "captured").string() + " --debug-path " + (dir / "trace").string());
+  DOCTEST_REQUIRE_MESSAGE(captured.exit_code == 0, captured.output);
+  const tracetorch::safetensors::Reader expected(bundle() / "captured.safetensors");
+  std::size_t compared = 0;
+  for (const auto& info : expected.header().tensors) {
+    const auto& name = info.name;
+    DOCTEST_INFO(name);
+    const auto mine = tracetorch::safetensors::load_single(dir / "captured" / (name + ".safetensors"), "data");
+    DOCTEST_CHECK(torch::equal(mine, expected.load(name)));
+    ++compared;
+  }
+  DOCTEST_CHECK(compared == 10);  // last_hidden_state, 2 router_logits, 4 hidden_states, 3 attentions
+  DOCTEST_CHECK(!std::filesystem::exists(dir / "captured" / "router_logits_2.safetensors"));
+
+  const auto misspelt = tracetorch_test::run_program(TRACETORCH_QWEN2_MOE_TRACE,
+                                                     common + " --call output_router_logitz=True --debug-path " + (dir / "bad").string());
+  DOCTEST_CHECK(misspelt.exit_code == 2);  // refused before any work, the names the call takes listed
+  DOCTEST_CHECK(misspelt.output.find("output_router_logitz") != std::string::npos);
+  DOCTEST_CHECK(misspelt.output.find("output_attentions, output_router_logits, use_cache") != std::string::npos);
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "bad"));
+}
+
 }  // DOCTEST_TEST_SUITE("qwen2_moe")

@@ -195,4 +195,17 @@ inline void unpatch_all_model_recorders() {
 }
 
 }  // namespace detail
+
+/// The `output_<key>` flags a call may set in this program: one per record key that some capturing
+/// model declares, besides output_hidden_states and output_attentions, which every call takes.
+/// Found by argument-dependent lookup from the trace programs' `--call` and replay, which see
+/// OutputOptions only as a template argument.
+inline std::vector<std::string> record_key_flags(const OutputOptions&) {
+  std::vector<std::string> flags;
+  for (const auto key : detail::declared_record_keys()) {
+    if (detail::role_of(key) == detail::OutputRole::keyed) flags.push_back("output_" + std::string(key));
+  }
+  return flags;
+}
+
 }  // namespace tracetorch

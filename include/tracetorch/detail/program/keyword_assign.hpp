@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -197,8 +198,9 @@ template <class Pack>
 std::vector<std::string> keyword_names(const Pack& pack) {
   std::vector<std::string> names;
   if constexpr (output_options_like<Pack>) {
-    (void)pack;
     names.assign(std::begin(kOutputOptionNames), std::end(kOutputOptionNames));
+    const auto flags = record_key_flags(pack);  // declaration order: after output_attentions
+    names.insert(names.begin() + 2, flags.begin(), flags.end());
   } else {
     // The const walk visits only what was passed: a default-constructed copy would miss fields
     // with defaults, so the mutable walk over a scratch copy lists them all.
@@ -215,9 +217,9 @@ inline std::string join_names(const std::vector<std::string>& names) {
 }
 
 /// OutputOptions' keywords by name, recorded in the order they are set (`call_order`, as Python's
-/// kwargs dict). Not settable here: `output_<key>` flags (whether a key is the model's is known
-/// only to its record map, so a misspelling could not be refused) and a list of hidden-state
-/// positions (`tracetorch::layers`).
+/// kwargs dict), and `output_<key>` for a record key that some record map of the program declares
+/// (record_key_flags, by argument-dependent lookup: capturing_models.hpp includes this header's
+/// includers). Not settable here: a list of hidden-state positions (`tracetorch::layers`).
 template <class Options>
 bool assign_output_option(Options& options, std::string_view name, const PythonValue& value, RebuildContext& context) {
   const std::string where(name);
@@ -231,7 +233,12 @@ bool assign_output_option(Options& options, std::string_view name, const PythonV
     assign_python_value(text, value, context, where);
     return text;
   };
-  if (!set_output_option_named(options, name, as_bool, as_string)) return false;
+  if (!set_output_option_named(options, name, as_bool, as_string)) {
+    const auto flags = record_key_flags(options);
+    if (std::find(flags.begin(), flags.end(), name) == flags.end()) return false;
+    using Flag = typename decltype(options.output)::value_type;
+    options.output.push_back(Flag{decltype(Flag::key)::named(name.substr(7)), as_bool()});
+  }
   if constexpr (requires { options.call_order; }) options.call_order.emplace_back(name);
   return true;
 }

@@ -3,6 +3,7 @@
 /// The command line of a trace program (tracetorch/trace_program.hpp): its flags, read into
 /// TraceArguments, and its usage text. Nothing here knows the port's types.
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -64,8 +65,8 @@ inline std::string trace_usage(std::string_view program, std::string_view root, 
       "                     call's names, as transformers' debugger does (default: _call<N> names)\n"
       "  --output-hidden-states, --output-attentions\n"
       "                     capture them (output_hidden_states=True / output_attentions=True)\n"
-      "  --dump-captured    write the captured tensors to DIR/hidden_states_<i>.safetensors and\n"
-      "                     DIR/attentions_<i>.safetensors (key \"data\")\n"
+      "  --dump-captured    write each captured output field to DIR/<field>_<i>.safetensors (key \"data\";\n"
+      "                     hidden_states_0, attentions_0, router_logits_0, image_hidden_states_0, ...)\n"
       "  --find-nonfinite   name the first module call whose outputs hold NaN or Inf (exit 3)\n"
       "  --replay           run every module call on the inputs a use_repr=False reference trace recorded\n"
       "                     and compare its outputs (docs/reference/replay.md); exit 1 when one diverges\n"
@@ -149,8 +150,11 @@ inline TraceArguments parse_trace_arguments(int argc, char** argv) {
   if (args.replay_accept && !args.replay) throw command_line::UsageError("--accept needs --replay");
   if (!args.replay && !args.find_nonfinite && (!have_debug_path || args.debug_path.empty())) throw command_line::UsageError("--debug-path DIR is required (unless --replay or --find-nonfinite)");
   if (args.shared_call_files && args.use_repr) throw command_line::UsageError("--shared-call-files needs --safetensors");
-  if (args.dump_captured && !args.output_hidden_states && !args.output_attentions) {
-    throw command_line::UsageError("--dump-captured needs --output-hidden-states or --output-attentions");
+  const bool captures_a_key = std::any_of(args.calls.begin(), args.calls.end(), [](const auto& call) {
+    return call.first.starts_with("output_") && call.second == "True";
+  });
+  if (args.dump_captured && !args.output_hidden_states && !args.output_attentions && !captures_a_key) {
+    throw command_line::UsageError("--dump-captured needs --output-hidden-states, --output-attentions or --call output_<key>=True");
   }
   return args;
 }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "tracetorch/error.hpp"
@@ -109,23 +110,35 @@ inline void print_leaf_shapes_of(const std::filesystem::path& summary) {
   print_leaf_shapes(boost::json::parse(text));
 }
 
-/// Writes hidden_states_<i> / attentions_<i>.safetensors (key "data") of an output with those
-/// fields; undefined entries are skipped.
+/// Writes each tensor field of the output to DIR/<field>.safetensors and each captured tuple to
+/// DIR/<field>_<i>.safetensors (key "data"): the names of the reference bundles' captured.safetensors.
+/// A field left None or undefined is skipped; a cache is no tensor and is skipped.
 template <class Output>
 void dump_captured(std::string_view program, const std::filesystem::path& dir, const Output& output) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(std::string(program) + ": cannot create " + dir.string() + ": " + ec.message());
-  const auto dump = [&](const char* name, const std::optional<std::vector<torch::Tensor>>& tensors) {
-    if (!tensors) return;
-    for (std::size_t i = 0; i < tensors->size(); ++i) {
-      if (!(*tensors)[i].defined()) continue;
-      safetensors::save(dir / (std::string(name) + "_" + std::to_string(i) + ".safetensors"), (*tensors)[i]);
+  const auto dump = [&](std::string_view name, const auto& field) {
+    using Field = std::remove_cvref_t<decltype(field)>;
+    if constexpr (std::is_same_v<Field, std::optional<std::vector<torch::Tensor>>>) {
+      if (!field) return;
+      for (std::size_t i = 0; i < field->size(); ++i) {
+        if (!(*field)[i].defined()) continue;
+        safetensors::save(dir / (std::string(name) + "_" + std::to_string(i) + ".safetensors"), (*field)[i]);
+      }
+      std::cout << "wrote " << field->size() << " " << name << " to " << dir.string() << "\n";
+    } else if constexpr (std::is_same_v<Field, torch::Tensor>) {
+      if (!field.defined()) return;
+      safetensors::save(dir / (std::string(name) + ".safetensors"), field);
+      std::cout << "wrote " << name << " to " << dir.string() << "\n";
     }
-    std::cout << "wrote " << tensors->size() << " " << name << " to " << dir.string() << "\n";
   };
-  if constexpr (requires { dump("", output.hidden_states); }) dump("hidden_states", output.hidden_states);
-  if constexpr (requires { dump("", output.attentions); }) dump("attentions", output.attentions);
+  if constexpr (requires { tracetorch_fields(output, dump); }) {
+    tracetorch_fields(output, dump);
+  } else {
+    if constexpr (requires { output.hidden_states; }) dump("hidden_states", output.hidden_states);
+    if constexpr (requires { output.attentions; }) dump("attentions", output.attentions);
+  }
 }
 
 /// Writes `text` to `path`; tracetorch::Error naming the file where it cannot.
