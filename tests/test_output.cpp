@@ -58,6 +58,27 @@ DOCTEST_TEST_CASE("to_tuple(out, model): the forward's own fields first, then th
   DOCTEST_CHECK(tracetorch::resolve_output_options(*ToyModel(1, 4), {}).return_dict);
 }
 
+DOCTEST_TEST_CASE("options_as_kwargs: the output flags in the caller's order, use_cache on request, a layer list refused") {
+  const auto options = tracetorch::output_options(
+      {{"use_cache", false}, {"output_attentions", true}, {"return_dict", true}, {"output_hidden_states", false}});
+  const auto names = [](const tracetorch::Kwargs& kwargs) {
+    std::vector<std::string> out;
+    for (const auto& [name, value] : kwargs.entries()) out.push_back(name);
+    return out;
+  };
+  DOCTEST_CHECK(names(tracetorch::options_as_kwargs(options, false)) == std::vector<std::string>{"output_attentions", "output_hidden_states"});
+  const auto with_cache = tracetorch::options_as_kwargs(options, true);
+  DOCTEST_CHECK(names(with_cache) == std::vector<std::string>{"use_cache", "output_attentions", "output_hidden_states"});
+  DOCTEST_CHECK(with_cache.flag("use_cache") == std::optional<bool>(false));
+  DOCTEST_CHECK(with_cache.flag("output_hidden_states") == std::optional<bool>(false));
+  DOCTEST_CHECK(tracetorch::options_as_kwargs(tracetorch::OutputOptions{}, true).entries().empty());
+  tracetorch::OutputOptions listed;
+  listed.output_hidden_states = tracetorch::layers{0, 2};
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::options_as_kwargs(listed, false),
+                               doctest::Contains("output_hidden_states is handed on as **kwargs and must be True or False"),
+                               tracetorch::Error);
+}
+
 DOCTEST_TEST_CASE("options given to a forward appear in a trace as kwargs holding only what was set") {
   ToyModel model(1, 4);
   tracetorch_test::TempDir dir;

@@ -12,18 +12,6 @@ namespace llava {
 
 namespace {
 bool given(const Keyword<torch::Tensor>& k) { return k.has_value() && k->defined(); }
-
-// A flag of the model's call as Python's **kwargs hands it on: absent when the caller did not pass it.
-Keyword<bool> handed_flag(const tracetorch::OutputOptions* options, std::string_view name) {
-  Keyword<bool> flag;
-  if (options == nullptr) return flag;
-  tracetorch::tracetorch_keywords(*options, [&](const auto& key, const auto& value) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
-      if (std::string_view(key) == name) flag = value;
-    }
-  });
-  return flag;
-}
 }  // namespace
 
 Llama::DecoderLayerKeywords Llama::layer_keywords(const tracetorch::models::LayerCall& call) {
@@ -32,9 +20,7 @@ Llama::DecoderLayerKeywords Llama::layer_keywords(const tracetorch::models::Laye
           .position_ids = call.position_ids,
           .past_key_values = call.past_key_values,
           .use_cache = call.use_cache,
-          .cache_position = call.cache_position,
-          .output_hidden_states = handed_flag(call.options, "output_hidden_states"),
-          .output_attentions = handed_flag(call.options, "output_attentions")};
+          .cache_position = call.cache_position};
 }
 
 Llama::AttentionKeywords Llama::attention_keywords(const torch::Tensor& hidden_states, const DecoderLayerKeywords& kw) {
@@ -44,9 +30,7 @@ Llama::AttentionKeywords Llama::attention_keywords(const torch::Tensor& hidden_s
           .past_key_values = kw.past_key_values.or_none(),
           .use_cache = kw.use_cache.or_none(),
           .cache_position = kw.cache_position.or_none(),
-          .position_embeddings = kw.position_embeddings.or_none(),
-          .output_hidden_states = kw.output_hidden_states,  // **kwargs: as they came
-          .output_attentions = kw.output_attentions};
+          .position_embeddings = kw.position_embeddings.or_none()};
 }
 
 LlavaMultiModalProjectorImpl::LlavaMultiModalProjectorImpl(const LlavaConfig& c) : act(tracetorch::nn::get_activation(c.projector_hidden_act)) {

@@ -99,7 +99,8 @@ TRACETORCH_CONFIG(LlavaConfig, vision_config, text_config, image_token_index, im
 using tracetorch::Keyword;
 using tracetorch::models::PositionEmbeddings;
 
-/// LlamaDecoderLayer.forward's keywords as LlamaModel passes them at 0233e509, then its **kwargs.
+/// LlamaDecoderLayer.forward's keywords as LlamaModel passes them at 0233e509 (its **kwargs, the
+/// caller's output flags, follow: hand_on_output_flags).
 struct LlamaDecoderLayerKeywords {
   Keyword<torch::Tensor> attention_mask;
   Keyword<PositionEmbeddings> position_embeddings;
@@ -107,13 +108,11 @@ struct LlamaDecoderLayerKeywords {
   Keyword<tracetorch::DynamicCache*> past_key_values;
   Keyword<bool> use_cache = tracetorch::defaults_to(false);
   Keyword<torch::Tensor> cache_position;
-  Keyword<bool> output_hidden_states;  // **kwargs: the model caller's flags, handed on
-  Keyword<bool> output_attentions;
 };
 TRACETORCH_KEYWORDS(LlamaDecoderLayerKeywords, attention_mask, position_embeddings, position_ids, past_key_values,
-                    use_cache, cache_position, output_hidden_states, output_attentions);
+                    use_cache, cache_position);
 
-/// LlamaAttention's keywords as the layer passes them, then the same **kwargs.
+/// LlamaAttention's keywords as the layer passes them (then the same **kwargs).
 struct LlamaAttentionKeywords {
   Keyword<torch::Tensor> hidden_states;
   Keyword<torch::Tensor> attention_mask;
@@ -122,17 +121,16 @@ struct LlamaAttentionKeywords {
   Keyword<bool> use_cache = tracetorch::defaults_to(false);
   Keyword<torch::Tensor> cache_position;
   Keyword<PositionEmbeddings> position_embeddings;
-  Keyword<bool> output_hidden_states;
-  Keyword<bool> output_attentions;
 };
 TRACETORCH_KEYWORDS(LlamaAttentionKeywords, hidden_states, attention_mask, position_ids, past_key_values, use_cache,
-                    cache_position, position_embeddings, output_hidden_states, output_attentions);
+                    cache_position, position_embeddings);
 
 /// What Llama at 0233e509 changes in the shared parts' (9ee3f431) conventions.
 struct Llama : tracetorch::models::DecoderFamily<TextConfig> {
   static constexpr std::string_view name = "Llama";
   static constexpr bool rotary_position_ids_keyword = true;
   static constexpr bool cache_only_when_used = true;
+  static constexpr bool hand_on_output_flags = true;  // the model call's **kwargs reach every layer and self_attn
   using Activation = torch::nn::AnyModule;  // ACT2FN[config.hidden_act]
   using DecoderLayerKeywords = llava::LlamaDecoderLayerKeywords;
   using AttentionKeywords = llava::LlamaAttentionKeywords;

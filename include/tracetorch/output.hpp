@@ -120,6 +120,25 @@ inline OutputOptions output_options(const Kwargs& kwargs) {
   return options;
 }
 
+/// What a callee's `**kwargs` holds of a call's options, as transformers 5 hands them on once
+/// `@capture_outputs` has read them (with kwargs.get, not pop): the `output_*` flags, and
+/// use_cache where the caller's own signature does not take it (`with_use_cache`), in the
+/// caller's order. A list of hidden-state positions (`output_hidden_states=[0, 2]`) has no Kwargs
+/// form: a tracetorch::Error naming it.
+/// `layer(h, keywords, tracetorch::options_as_kwargs(options, /*with_use_cache=*/false))`
+inline Kwargs options_as_kwargs(const OutputOptions& options, bool with_use_cache) {
+  Kwargs kwargs;
+  tracetorch_keywords(options, [&](std::string_view name, const auto& value) {
+    if (!name.starts_with("output_") && !(with_use_cache && name == "use_cache")) return;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
+      kwargs.add(std::string(name), value);
+    } else {
+      throw Error("tracetorch::options_as_kwargs: " + std::string(name) + " is handed on as **kwargs and must be True or False");
+    }
+  });
+  return kwargs;
+}
+
 /// output_hidden_states / output_attentions / return_dict, and `output_<key>` for the record
 /// map's other keys, from the call's options, else the model's `config` (a bool or
 /// std::optional<bool> member of that name), else false (return_dict: true). The other keys'

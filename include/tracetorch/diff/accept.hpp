@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,14 +42,24 @@ struct AcceptRule : RuleLocation {
 
 namespace detail {
 
+/// Whether `rule` covers a difference of `kind` in a call of `module_path`, at value `location`
+/// (a call's whole difference: none) or, when the two sides name it differently, `other_location`.
+/// The one matching rule of the diff and of module replay.
+inline bool rule_matches(const AcceptRule& rule, DiffKind kind, std::string_view module_path,
+                         std::optional<std::string_view> location, std::optional<std::string_view> other_location = {}) {
+  if (kind != rule.kind || !glob_match(rule.module_pattern, module_path)) return false;
+  if (rule.value_pattern.empty() || !location) return true;
+  return glob_match(rule.value_pattern, *location) || (other_location && glob_match(rule.value_pattern, *other_location));
+}
+
 inline bool rule_matches(const AcceptRule& rule, const TensorDiff& t) {
-  if (t.kind() != rule.kind || !glob_match(rule.module_pattern, t.module_path)) return false;
-  return rule.value_pattern.empty() || glob_match(rule.value_pattern, t.location) ||
-         (t.naming_differs() && glob_match(rule.value_pattern, t.candidate_location));
+  const auto kind = t.kind();  // none: the values agree
+  return kind && rule_matches(rule, *kind, t.module_path, t.location,
+                      t.naming_differs() ? std::optional<std::string_view>(t.candidate_location) : std::nullopt);
 }
 
 inline bool rule_matches(const AcceptRule& rule, const CallDiff& c) {
-  return rule.kind == DiffKind::missing_call && glob_match(rule.module_pattern, c.module_path);
+  return rule_matches(rule, DiffKind::missing_call, c.module_path, std::nullopt);
 }
 
 /// Marks what the rules accept and counts each rule's matches; a call's acceptance covers its values.

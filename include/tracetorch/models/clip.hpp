@@ -108,23 +108,6 @@ struct BaseModelOutputWithPooling {
 };
 TRACETORCH_OUTPUT(BaseModelOutputWithPooling, last_hidden_state, pooler_output, hidden_states, attentions);
 
-/// The flags of a call's options as Python's `**kwargs` holds them once `@capture_outputs` has
-/// popped return_dict: output_* and use_cache, in the caller's order. A layer list
-/// (`output_hidden_states=[0, 2]`) has no Kwargs form and is a tracetorch::Error.
-inline Kwargs output_flags_as_kwargs(const OutputOptions& options) {
-  Kwargs kwargs;
-  tracetorch_keywords(options, [&](const auto& name, const auto& value) {
-    const std::string key(name);
-    if (!key.starts_with("output_") && key != "use_cache") return;
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
-      kwargs.add(key, value);
-    } else {
-      throw Error("tracetorch::models: " + key + " is handed on as **kwargs and must be True or False");
-    }
-  });
-  return kwargs;
-}
-
 /// Patch embedding (a convolution of stride patch_size, no bias), the class embedding in front,
 /// and a learned position embedding over position_ids = arange(patches + 1).
 struct CLIPVisionEmbeddingsKeywords {
@@ -304,7 +287,7 @@ inline BaseModelOutputWithPooling CLIPVisionModelImpl::forward(const torch::Tens
   const auto body = [&] {
     auto hidden_states = embeddings(pixel_values, {.interpolate_pos_encoding = kw.interpolate_pos_encoding.or_none()});
     hidden_states = pre_layrnorm(hidden_states);
-    const auto last_hidden_state = encoder({.inputs_embeds = hidden_states}, output_flags_as_kwargs(options)).last_hidden_state;
+    const auto last_hidden_state = encoder({.inputs_embeds = hidden_states}, options_as_kwargs(options, /*with_use_cache=*/true)).last_hidden_state;
     const auto pooled = post_layernorm(last_hidden_state.select(1, 0));
     return BaseModelOutputWithPooling{.last_hidden_state = last_hidden_state, .pooler_output = pooled};
   };

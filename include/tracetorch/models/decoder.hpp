@@ -105,9 +105,6 @@ struct LayerCall {
   bool use_cache = false;
   torch::Tensor cache_position;
   PositionEmbeddings position_embeddings;
-  /// The options the model's caller passed, as given (upstream's `**kwargs`, which LlamaModel
-  /// from transformers 5.x hands on to every layer): for a family whose layers record them.
-  const OutputOptions* options = nullptr;
 };
 
 /// Llama's conventions (modeling_llama.py at 9ee3f431), the defaults a family restates in part.
@@ -133,7 +130,7 @@ struct DecoderFamily {
   static constexpr bool rotary_position_ids_keyword = false;
   /// Whether the model hands the call's output_* flags on to each layer (and the layer to its
   /// self_attn) as `**kwargs`: upstream's capture_outputs reads them with kwargs.get, not pop,
-  /// since transformers 5 (Qwen2-MoE at 0233e509); Llama at 9ee3f431 pops them.
+  /// since transformers 5 (Qwen2-MoE and Llama at 0233e509); Llama at 9ee3f431 pops them.
   static constexpr bool hand_on_output_flags = false;
 
   /// LlamaModel passes each layer these (not use_cache: the layer keeps its default).
@@ -248,8 +245,7 @@ struct ModelImpl : torch::nn::Module {
   RotaryEmbedding<Family> rotary_emb{nullptr};
 
  private:
-  Output run_layers(const typename Family::ModelInputs& inputs, bool use_cache, const OutputOptions& options,
-                    const Kwargs& handed_on);
+  Output run_layers(const typename Family::ModelInputs& inputs, bool use_cache, const Kwargs& handed_on);
   std::vector<std::optional<std::int64_t>> layer_windows_;  // each layer's sliding window, if any
 };
 template <class Family>
@@ -351,20 +347,6 @@ ModelImpl<Family>::ModelImpl(const typename Family::Config& c) : config(c) {
 
 }  // namespace tracetorch::models
 
-namespace tracetorch::detail {
-/// The call's own output_* flags, in its order, as upstream's **kwargs hands them on (a list of
-/// hidden-state positions is not a Kwargs value: not handed on).
-inline Kwargs output_flags_handed_on(const OutputOptions& options) {
-  Kwargs flags;
-  tracetorch_keywords(options, [&](std::string_view name, const auto& value) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
-      if (name.starts_with("output_")) flags.add(std::string(name), value);
-    }
-  });
-  return flags;
-}
-}  // namespace tracetorch::detail
-
 namespace tracetorch::models {
 
 template <class Family>
@@ -379,14 +361,15 @@ typename ModelImpl<Family>::Output ModelImpl<Family>::forward(const typename Fam
     throw Error(model + ": input_ids must be [batch, seq], got " + std::to_string(inputs.input_ids->dim()) + " dimensions");
   }
   const bool use_cache = options.use_cache.value_or(config.use_cache);
-  const Kwargs handed_on = Family::hand_on_output_flags ? detail::output_flags_handed_on(options) : Kwargs{};
+  // The model's signature takes use_cache: only the output flags stay in its **kwargs.
+  const Kwargs handed_on = Family::hand_on_output_flags ? options_as_kwargs(options, /*with_use_cache=*/false) : Kwargs{};
   return capture_outputs(*this, merge_with_config_defaults(*this, options),
-                         [&] { return run_layers(inputs, use_cache, options, handed_on); });
+                         [&] { return run_layers(inputs, use_cache, handed_on); });
 }
 
 template <class Family>
 typename ModelImpl<Family>::Output ModelImpl<Family>::run_layers(const typename Family::ModelInputs& inputs, bool use_cache,
-                                                                 const OutputOptions& options, const Kwargs& handed_on) {
+                                                                 const Kwargs& handed_on) {
   const auto given = [](const Keyword<torch::Tensor>& k) { return k.has_value() && k->defined(); };
   auto hidden_states = given(inputs.inputs_embeds) ? *inputs.inputs_embeds : embed_tokens(*inputs.input_ids);
   if constexpr (Family::scale_embeddings) {  // a 0-d tensor of the hidden dtype, as upstream (Gemma)
@@ -410,7 +393,7 @@ typename ModelImpl<Family>::Output ModelImpl<Family>::run_layers(const typename 
   std::optional<std::int64_t> built_window;
   torch::Tensor sliding_mask;
   LayerCall call{.position_ids = position_ids, .past_key_values = cache.get(), .use_cache = use_cache,
-                 .cache_position = cache_position, .options = &options};
+                 .cache_position = cache_position};
   if constexpr (rotary_position_ids_keyword<Family>) {  // rotary_emb(hidden_states, position_ids=position_ids)
     call.position_embeddings = rotary_emb(hidden_states, RotaryKeywords{.position_ids = position_ids});
   } else {

@@ -34,8 +34,7 @@ struct CallJudgement {
   /// that matches it, as the diff's rules match, else the call diverges. Whether it was accepted.
   bool differs(DiffKind kind, const std::string& module_path, const std::string& location, const std::string& why) {
     for (const auto& rule : rules) {
-      if (rule.kind != kind || !glob_match(rule.module_pattern, module_path)) continue;
-      if (!rule.value_pattern.empty() && !glob_match(rule.value_pattern, location)) continue;
+      if (!rule_matches(rule, kind, module_path, location.empty() ? std::nullopt : std::optional<std::string_view>(location))) continue;
       out.accepted.push_back(why + ": " + to_string(kind) + " accepted (" + rule.reason + ")");
       return true;
     }
