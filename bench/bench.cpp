@@ -2,15 +2,22 @@
 // run with the modes interleaved (so load that comes and goes hits every mode alike) and the
 // median of the repeats reported. See docs/performance.md.
 //
-//   tracetorch_bench [--config tiny|mid|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]
+//   tracetorch_bench [--config tiny|mid|seed004|both|moe] [--repeats N] [--out DIR] [--disk-mb N]
 //                    [--modes abcdefgh] [--reuse-repeated-tensors on|off]
 //                    [--reuse-previous-files on|off] [--tiny-config PATH] [--batch N] [--seq N]
-//                    [--samples FILE] [--export DIR] [--post-costs]
+//                    [--samples FILE] [--export DIR] [--post-costs] [--world-size N]
 // --export writes the config's model as a bundle (config.json, model.safetensors,
 // input_ids.safetensors, last_hidden_state.safetensors) and exits: bench/side_by_side.py runs
 // transformers' debugger on it. --samples writes every timed sample, one line per mode.
 
 #include <llama/llama.hpp>
+#ifdef TRACETORCH_BENCH_MOE
+#include <qwen2_moe/qwen2_moe.hpp>
+#endif
+#ifdef TRACETORCH_BENCH_TP
+#include <llama_tp/llama_tp.hpp>
+#include <tracetorch/distributed.hpp>
+#endif
 #include <tracetorch/tracetorch.hpp>
 
 #include "bench_costs.hpp"
@@ -62,13 +69,14 @@ struct Args {
   fs::path samples;  // empty: none written
   fs::path export_dir;  // not empty: write the bundle and exit
   bool post_costs = false;  // after timing: the diff and module replay of the traces left in --out
+  int world_size = 0;  // --world-size N: the tensor-parallel Llama on N ranks (0: not asked)
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "tracetorch_bench: " << why
-            << "\nusage: tracetorch_bench [--config tiny|mid|seed004|both] [--repeats N] [--out DIR] [--disk-mb N]"
+            << "\nusage: tracetorch_bench [--config tiny|mid|seed004|both|moe] [--repeats N] [--out DIR] [--disk-mb N]"
                " [--modes abcdefgh] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--tiny-config PATH]"
-               " [--batch N] [--seq N] [--samples FILE] [--export DIR] [--post-costs]\n";
+               " [--batch N] [--seq N] [--samples FILE] [--export DIR] [--post-costs] [--world-size N]\n";
   std::exit(2);
 }
 
@@ -82,7 +90,7 @@ Args parse_args(int argc, char** argv) {
     };
     if (flag == "--config") {
       args.config = value();
-      if (args.config != "tiny" && args.config != "mid" && args.config != "seed004" && args.config != "both") {
+      if (args.config != "tiny" && args.config != "mid" && args.config != "seed004" && args.config != "both" && args.config != "moe") {
         usage("unknown config " + args.config);
       }
     } else if (flag == "--repeats") {
@@ -108,6 +116,9 @@ Args parse_args(int argc, char** argv) {
       (flag == "--batch" ? args.batch : args.seq) = n;
     } else if (flag == "--samples") {
       args.samples = value();
+    } else if (flag == "--world-size") {
+      args.world_size = std::stoi(value());
+      if (args.world_size < 1) usage("--world-size must be at least 1");
     } else if (flag == "--post-costs") {
       args.post_costs = true;
     } else if (flag == "--export") {
@@ -243,6 +254,11 @@ const char* const kModeNames[kModes] = {
     "(a) plain LibTorch", "(b) annotated, no trace", "(c) capture hidden_states+attentions",
     "(d) debugger use_repr=true", "(e) debugger use_repr=false", "(f) plain LibTorch again: noise floor",
     "(g) plain LibTorch, same outputs by hand", "(h) non-finite sentinel, no trace"};
+// --config moe: there is no Qwen2-MoE in plain LibTorch, so the annotated model untraced is (a).
+const char* const kMoeModeNames[kModes] = {
+    "(a) annotated Qwen2-MoE, no trace (no plain MoE: the baseline)", "(b) n/a", "(c) capture hidden_states+attentions+router_logits",
+    "(d) debugger use_repr=true", "(e) debugger use_repr=false", "(f) (a) again: noise floor", "(g) n/a",
+    "(h) non-finite sentinel, no trace"};
 
 struct Result {
   std::vector<double> times[kModes];
@@ -255,6 +271,7 @@ struct Result {
   std::vector<double> cpu_seconds[kModes];  // user + system time of all threads per forward
   std::vector<double> sync_seconds[kModes];  // syncfs after each sample (all its calls)
   std::string costs;  // --post-costs: a markdown table, printed after the timings
+  const char* const* mode_names = kModeNames;
 };
 
 /// The debugger's writing speed in (e), in MB/s of data written (hard links excluded): over the
@@ -296,6 +313,71 @@ Usage usage_so_far() {
   ::getrusage(RUSAGE_SELF, &usage);
   const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
   return {seconds(usage.ru_utime) + seconds(usage.ru_stime), usage.ru_minflt};
+}
+
+/// Times the selected modes of one model, interleaved in a new random order each repeat, then
+/// each one's peak RSS; `run(mode)` makes one call.
+void time_modes(const std::string& name, const Args& args, const std::function<void(Mode)>& run, const fs::path& files_dir,
+                Result& result, int fixed_calls_per_sample = 0) {
+  const auto selected = [&](int m) { return m == kPlain || args.modes.find(static_cast<char>('a' + m)) != std::string::npos; };
+  // A tiny forward takes milliseconds: each sample then times several calls in a row.
+  const auto start_warm = std::chrono::steady_clock::now();
+  run(kPlain);
+  const int calls_per_sample = fixed_calls_per_sample > 0
+                                   ? fixed_calls_per_sample
+                                   : static_cast<int>(std::clamp(0.05 / seconds_since(start_warm), 1.0, 50.0));
+  for (int m = 0; m < kModes; ++m) if (selected(m)) run(static_cast<Mode>(m));  // warm-up, not counted
+  result.calls_per_sample = calls_per_sample;
+  // Samples of a fast forward are short and cheap: five times as many, for the same precision.
+  const int repeats = calls_per_sample > 1 ? 5 * args.repeats : args.repeats;
+  result.repeats = repeats;
+  // Each repeat times the modes in a new random order (the same for every run): in a fixed
+  // order, rotated or not, each mode follows the same one, and the mode after (e) ran 3-6%
+  // slower (the plain model against itself, (f), measured 1.03-1.06).
+  std::mt19937 shuffler(0);
+  std::vector<int> order(kModes);
+  std::iota(order.begin(), order.end(), 0);
+  for (int r = 0; r < repeats; ++r) {
+    std::cerr << "[" << name << "] repeat " << (r + 1) << "/" << repeats << " (load " << load_average() << ")\n";
+    std::shuffle(order.begin(), order.end(), shuffler);
+    for (const int m : order) {
+      if (!selected(m)) continue;
+      const Usage before = usage_so_far();
+      const auto start = std::chrono::steady_clock::now();
+      for (int call = 0; call < calls_per_sample; ++call) run(static_cast<Mode>(m));
+      result.times[m].push_back(seconds_since(start) / calls_per_sample);
+      const Usage after = usage_so_far();
+      result.cpu_seconds[m].push_back((after.cpu_seconds - before.cpu_seconds) / calls_per_sample);
+      result.page_faults[m].push_back(static_cast<double>(after.page_faults - before.page_faults) / calls_per_sample);
+      // The files' writeback, untimed, so that it lands on no other mode's sample; its time
+      // is reported with (e).
+      const auto sync_start = std::chrono::steady_clock::now();
+      sync_filesystem(args.out);
+      result.sync_seconds[m].push_back(seconds_since(sync_start));
+    }
+  }
+  if (fs::exists(files_dir)) result.files_bytes = bytes_under(files_dir);
+  // Peak RSS, outside the timed runs: reset the high-water mark, run once, read it.
+  for (const Mode mode : {kPlain, kDebugRepr, kDebugFiles, kSentinel}) {
+    if (!selected(mode)) continue;
+    ::malloc_trim(0);
+    if (!reset_peak_rss()) break;
+    result.rss_before_mib[mode] = status_mib("VmRSS");
+    run(mode);
+    result.peak_rss_mib[mode] = status_mib("VmHWM");
+  }
+}
+
+/// Between tiny and seed004: hidden 512, 8 layers, random weights.
+llama::LlamaConfig mid_config() {
+  llama::LlamaConfig mid;
+  mid.vocab_size = 8000;
+  mid.hidden_size = 512;
+  mid.intermediate_size = 1376;
+  mid.num_hidden_layers = 8;
+  mid.num_attention_heads = 8;
+  mid.num_key_value_heads = 8;
+  return mid;
 }
 
 Result run_config(const NamedConfig& named, const Args& args) {
@@ -380,57 +462,69 @@ Result run_config(const NamedConfig& named, const Args& args) {
       case kModes: break;
     }
   };
-  const auto selected = [&](int m) { return m == kPlain || args.modes.find(static_cast<char>('a' + m)) != std::string::npos; };
-  // A tiny forward takes milliseconds: each sample then times several calls in a row.
-  const auto start_warm = std::chrono::steady_clock::now();
-  run(kPlain);
-  const int calls_per_sample = static_cast<int>(std::clamp(0.05 / seconds_since(start_warm), 1.0, 50.0));
-  for (int m = 0; m < kModes; ++m) if (selected(m)) run(static_cast<Mode>(m));  // warm-up, not counted
-  result.calls_per_sample = calls_per_sample;
-  // Samples of a fast forward are short and cheap: five times as many, for the same precision.
-  const int repeats = calls_per_sample > 1 ? 5 * args.repeats : args.repeats;
-  result.repeats = repeats;
-  // Each repeat times the modes in a new random order (the same for every run): in a fixed
-  // order, rotated or not, each mode follows the same one, and the mode after (e) ran 3-6%
-  // slower (the plain model against itself, (f), measured 1.03-1.06).
-  std::mt19937 shuffler(0);
-  std::vector<int> order(kModes);
-  std::iota(order.begin(), order.end(), 0);
-  for (int r = 0; r < repeats; ++r) {
-    std::cerr << "[" << named.name << "] repeat " << (r + 1) << "/" << repeats << " (load " << load_average() << ")\n";
-    std::shuffle(order.begin(), order.end(), shuffler);
-    for (const int m : order) {
-      if (!selected(m)) continue;
-      const Usage before = usage_so_far();
-      const auto start = std::chrono::steady_clock::now();
-      for (int call = 0; call < calls_per_sample; ++call) run(static_cast<Mode>(m));
-      result.times[m].push_back(seconds_since(start) / calls_per_sample);
-      const Usage after = usage_so_far();
-      result.cpu_seconds[m].push_back((after.cpu_seconds - before.cpu_seconds) / calls_per_sample);
-      result.page_faults[m].push_back(static_cast<double>(after.page_faults - before.page_faults) / calls_per_sample);
-      // The files' writeback, untimed, so that it lands on no other mode's sample; its time
-      // is reported with (e).
-      const auto sync_start = std::chrono::steady_clock::now();
-      sync_filesystem(args.out);
-      result.sync_seconds[m].push_back(seconds_since(sync_start));
-    }
-  }
-  if (fs::exists(files_dir)) result.files_bytes = bytes_under(files_dir);
-  // Peak RSS, outside the timed runs: reset the high-water mark, run once, read it.
-  for (const Mode mode : {kPlain, kDebugRepr, kDebugFiles, kSentinel}) {
-    if (!selected(mode)) continue;
-    ::malloc_trim(0);
-    if (!reset_peak_rss()) break;
-    result.rss_before_mib[mode] = status_mib("VmRSS");
-    run(mode);
-    result.peak_rss_mib[mode] = status_mib("VmHWM");
-  }
+  time_modes(named.name, args, run, files_dir, result);
   if (args.post_costs) {
     result.costs = bench_costs::costs_table(named.name, std::to_string(args.batch) + " x " + std::to_string(args.seq), model,
                                             repr_dir, files_dir);
   }
   return result;
 }
+
+#ifdef TRACETORCH_BENCH_MOE
+/// --config moe: the Qwen2-MoE port (examples/qwen2_moe) on its fixture's config and weights and
+/// random ids of --batch x --seq. No plain LibTorch MoE exists, so (a) is the annotated model
+/// untraced; (b) and (g) do not apply.
+Result run_moe(const fs::path& bundle, Args args) {
+  torch::NoGradGuard no_grad;
+  std::cerr << "[moe] building the model\n";
+  auto config = qwen2_moe::Qwen2MoeConfig::from_json_file(bundle / "config.json");
+  config.max_position_embeddings = std::max(config.max_position_embeddings, args.seq);
+  qwen2_moe::Qwen2MoeModel model(config);
+  qwen2_moe::load_state_dict(*model, bundle / "model.safetensors");
+  torch::manual_seed(1);
+  const auto input_ids = torch::randint(config.vocab_size, {args.batch, args.seq}, torch::kLong);
+  std::erase_if(args.modes, [](char mode) { return mode == 'b' || mode == 'g'; });
+  const auto sparse_layers = config.num_hidden_layers - static_cast<std::int64_t>(config.mlp_only_layers.size());
+  const fs::path repr_dir = args.out / "moe_repr", files_dir = args.out / "moe_safetensors";
+  fs::remove_all(repr_dir);
+  fs::remove_all(files_dir);
+  Result result;
+  result.mode_names = kMoeModeNames;
+  const auto run = [&](Mode mode) {
+    switch (mode) {
+      case kCapture: {
+        const auto out = model({.input_ids = input_ids}, tracetorch::output_options({{"output_hidden_states", true},
+                                                                                      {"output_attentions", true},
+                                                                                      {"output_router_logits", true}}));
+        if (!out.router_logits || static_cast<std::int64_t>(out.router_logits->size()) != sparse_layers || !out.hidden_states ||
+            !out.attentions) {
+          throw std::runtime_error("moe: capture returned the wrong number of tensors");
+        }
+        break;
+      }
+      case kDebugRepr: {
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = repr_dir, .do_prune_layers = false, .use_repr = true});
+        (void)model({.input_ids = input_ids});
+        break;
+      }
+      case kDebugFiles: {
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = false, .use_repr = false});
+        (void)model({.input_ids = input_ids});
+        break;
+      }
+      case kSentinel: {
+        auto sentinel = tracetorch::find_nonfinite(model);
+        (void)model({.input_ids = input_ids});
+        if (sentinel.first()) throw std::runtime_error("moe: the sentinel found " + sentinel.first()->message());
+        break;
+      }
+      default: (void)model({.input_ids = input_ids}); break;  // (a), (f)
+    }
+  };
+  time_modes("moe", args, run, files_dir, result);
+  return result;
+}
+#endif
 
 std::string cpu_model() {
   std::istringstream in(read_text("/proc/cpuinfo"));
@@ -440,6 +534,102 @@ std::string cpu_model() {
   }
   return "unknown";
 }
+
+#ifdef TRACETORCH_BENCH_TP
+/// --world-size N, in one rank: the tensor-parallel Llama (examples/llama_tp) of the config, with
+/// random weights, untraced (a) and traced by every rank (d), (e) into --out/ranks<N>_*/rank_<r>.
+/// One call per sample and the same seeded order on every rank: each call all-reduces, so every
+/// rank must make the same calls. Writes its medians to --out/ranks<N>/rank_<r>.txt.
+void run_rank(const NamedConfig& named, Args args, const tracetorch::nn::TensorParallel& tp) {
+  torch::NoGradGuard no_grad;
+  tracetorch::nn::process_tensor_parallel() = tp;
+  llama_tp::LlamaConfig config;
+  static_cast<llama::LlamaConfig&>(config) = named.config;
+  config.parallel = tp;
+  torch::manual_seed(0);
+  llama_tp::LlamaModel model(config);
+  torch::manual_seed(1);  // the same ids on every rank
+  const auto input_ids = torch::randint(named.config.vocab_size, {args.batch, args.seq}, torch::kLong);
+  const std::string tag = "ranks" + std::to_string(tp.world_size), rank = "rank_" + std::to_string(tp.rank);
+  const fs::path repr_dir = args.out / (tag + "_repr") / rank, files_dir = args.out / (tag + "_safetensors") / rank;
+  std::erase_if(args.modes, [](char mode) { return mode != 'd' && mode != 'e'; });
+  const auto run = [&](Mode mode) {
+    if (mode == kDebugRepr || mode == kDebugFiles) {
+      auto guard = tracetorch::model_addition_debugger(
+          model, {.debug_path = mode == kDebugRepr ? repr_dir : files_dir, .do_prune_layers = false,
+                  .use_repr = mode == kDebugRepr, .rank = 0});  // every rank records, into its own directory
+      (void)model({.input_ids = input_ids});
+    } else {
+      (void)model({.input_ids = input_ids});
+    }
+  };
+  Result result;
+  time_modes(named.name + " " + rank, args, run, files_dir, result, 1);
+  fs::create_directories(args.out / tag);
+  std::ofstream out(args.out / tag / (rank + ".txt"));
+  out << std::setprecision(9);
+  for (const Mode mode : {kPlain, kDebugRepr, kDebugFiles}) {
+    if (!result.times[mode].empty()) out << static_cast<int>(mode) << " " << median(result.times[mode]) << "\n";
+  }
+  out << "bytes " << result.files_bytes.all << "\n";
+}
+
+/// The ranks' medians: one row per mode, the slowest rank's median, its ratio to the slowest
+/// rank's (a), and the bytes all ranks wrote.
+void report_ranks(const Args& args) {
+  const fs::path dir = args.out / ("ranks" + std::to_string(args.world_size));
+  double slowest[kModes] = {};
+  double bytes = 0;
+  for (int rank = 0; rank < args.world_size; ++rank) {
+    std::istringstream in(read_text(dir / ("rank_" + std::to_string(rank) + ".txt")));
+    std::string key;
+    double value = 0;
+    while (in >> key >> value) {
+      if (key == "bytes") {
+        bytes += value;
+      } else {
+        slowest[std::stoi(key)] = std::max(slowest[std::stoi(key)], value);
+      }
+    }
+  }
+  std::cout << "tracetorch_bench --world-size " << args.world_size << ": " << cpu_model() << ", "
+            << ::sysconf(_SC_NPROCESSORS_ONLN) << " CPUs online, batch " << args.batch << " x seq " << args.seq
+            << ", --repeats " << args.repeats << ", load average " << load_average() << "\n\n";
+  std::cout << "| config | ranks | mode | median s (slowest rank) | ratio to (a) | notes |\n| --- | --- | --- | --- | --- | --- |\n";
+  const std::map<int, std::string> names = {{kPlain, "(a) tensor-parallel Llama, no trace"},
+                                            {kDebugRepr, "(d) debugger use_repr=true, every rank"},
+                                            {kDebugFiles, "(e) debugger use_repr=false, every rank"}};
+  for (const auto& [mode, name] : names) {
+    if (slowest[mode] <= 0) continue;
+    std::cout << "| " << args.config << " | " << args.world_size << " | " << name << " | " << std::setprecision(4)
+              << slowest[mode] << " | " << std::setprecision(3) << slowest[mode] / slowest[kPlain] << " | ";
+    if (mode == kDebugFiles) std::cout << std::fixed << std::setprecision(1) << bytes / 1e6 << std::defaultfloat << " MB of files, all ranks";
+    std::cout << " |\n";
+  }
+}
+
+/// --world-size N: a rank (RANK and WORLD_SIZE set) runs run_rank; otherwise this process starts
+/// N ranks (tracetorch/distributed.hpp's launcher, a TCPStore on loopback), or is the one rank,
+/// and prints the report.
+int bench_ranks(const Args& args, int argc, char** argv) {
+  if (args.config != "tiny" && args.config != "mid" && args.config != "seed004") usage("--world-size takes --config tiny, mid or seed004");
+  const auto environment = tracetorch::detail::rank_environment();
+  if (!environment && args.world_size > 1) {
+    const std::vector<std::string> arguments(argv, argv + argc);  // argv[0] included, as the launcher passes it on
+    const int status = tracetorch::detail::launch_ranks("tracetorch_bench", "/proc/self/exe", arguments, args.world_size,
+                                                        std::chrono::seconds(10));
+    if (status == 0) report_ranks(args);
+    return status;
+  }
+  NamedConfig named{args.config, llama::LlamaConfig{}, {}};
+  if (args.config == "tiny") named.config = llama::LlamaConfig::from_json_file(args.tiny_config);
+  if (args.config == "mid") named.config = mid_config();
+  named.config.max_position_embeddings = std::max(named.config.max_position_embeddings, args.seq);
+  run_rank(named, args, tracetorch::join_process_group_from_environment());
+  if (!environment) report_ranks(args);
+  return 0;
+}
+#endif
 
 /// The targets against this run's figures, one line each.
 void print_targets(const std::vector<std::pair<std::string, Result>>& results, double disk_mbps) {
@@ -491,6 +681,13 @@ void print_targets(const std::vector<std::pair<std::string, Result>>& results, d
 int main(int argc, char** argv) try {
   const Args args = parse_args(argc, argv);
   fs::create_directories(args.out);
+  if (args.world_size > 0) {
+#ifdef TRACETORCH_BENCH_TP
+    return bench_ranks(args, argc, argv);
+#else
+    usage("--world-size needs the tensor-parallel Llama (TRACETORCH_WITH_C10D and TRACETORCH_BUILD_PORTS)");
+#endif
+  }
   std::vector<NamedConfig> configs;
   if (args.config == "tiny" || args.config == "both") {
     NamedConfig tiny{"tiny", llama::LlamaConfig::from_json_file(args.tiny_config), {}};
@@ -498,16 +695,7 @@ int main(int argc, char** argv) try {
     if (fs::exists(weights)) tiny.weights = weights;
     configs.push_back(tiny);
   }
-  if (args.config == "mid") {  // between the two: hidden 512, 8 layers, random weights
-    llama::LlamaConfig mid;
-    mid.vocab_size = 8000;
-    mid.hidden_size = 512;
-    mid.intermediate_size = 1376;
-    mid.num_hidden_layers = 8;
-    mid.num_attention_heads = 8;
-    mid.num_key_value_heads = 8;
-    configs.push_back({"mid", mid, {}});
-  }
+  if (args.config == "mid") configs.push_back({"mid", mid_config(), {}});
   if (args.config == "seed004" || args.config == "both") configs.push_back({"seed004", llama::LlamaConfig{}, {}});
   for (auto& named : configs) {  // rotary positions are computed, not tabled: a longer input only needs the config to say so
     named.config.max_position_embeddings = std::max(named.config.max_position_embeddings, args.seq);
@@ -524,6 +712,13 @@ int main(int argc, char** argv) try {
   }
   std::vector<std::pair<std::string, Result>> results;
   for (const auto& named : configs) results.emplace_back(named.name, run_config(named, args));
+  if (args.config == "moe") {
+#ifdef TRACETORCH_BENCH_MOE
+    results.emplace_back("moe", run_moe(TRACETORCH_BENCH_MOE, args));
+#else
+    usage("--config moe needs the Qwen2-MoE port (configure with TRACETORCH_BUILD_PORTS=ON)");
+#endif
+  }
   if (!args.export_dir.empty()) return 0;
   if (!args.samples.empty()) {
     for (const auto& [name, result] : results) {
@@ -572,7 +767,7 @@ int main(int argc, char** argv) try {
         notes << "peak RSS " << result.peak_rss_mib[m] << " MiB (+" << result.peak_rss_mib[m] - result.rss_before_mib[m]
               << " over the model)";
       }
-      std::cout << "| " << name << " | " << kModeNames[m] << " | " << std::setprecision(4) << med << " | "
+      std::cout << "| " << name << " | " << result.mode_names[m] << " | " << std::setprecision(4) << med << " | "
                 << *std::min_element(result.times[m].begin(), result.times[m].end()) << " | " << std::setprecision(3)
                 << med / baseline << " | " << notes.str() << " |\n";
     }

@@ -1485,6 +1485,7 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
 #include <torch/torch.h>
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -2411,8 +2412,9 @@ template <class Pack>
 std::vector<std::string> keyword_names(const Pack& pack) {
   std::vector<std::string> names;
   if constexpr (output_options_like<Pack>) {
-    (void)pack;
     names.assign(std::begin(kOutputOptionNames), std::end(kOutputOptionNames));
+    const auto flags = record_key_flags(pack);  // declaration order: after output_attentions
+    names.insert(names.begin() + 2, flags.begin(), flags.end());
   } else {
     // The const walk visits only what was passed: a default-constructed copy would miss fields
     // with defaults, so the mutable walk over a scratch copy lists them all.
@@ -2429,9 +2431,9 @@ inline std::string join_names(const std::vector<std::string>& names) {
 }
 
 /// OutputOptions' keywords by name, recorded in the order they are set (`call_order`, as Python's
-/// kwargs dict). Not settable here: `output_<key>` flags (whether a key is the model's is known
-/// only to its record map, so a misspelling could not be refused) and a list of hidden-state
-/// positions (`tracetorch::layers`).
+/// kwargs dict), and `output_<key>` for a record key that some record map of the program declares
+/// (record_key_flags, by argument-dependent lookup: capturing_models.hpp includes this header's
+/// includers). Not settable here: a list of hidden-state positions (`tracetorch::layers`).
 template <class Options>
 bool assign_output_option(Options& options, std::string_view name, const PythonValue& value, RebuildContext& context) {
   const std::string where(name);
@@ -2445,7 +2447,12 @@ bool assign_output_option(Options& options, std::string_view name, const PythonV
     assign_python_value(text, value, context, where);
     return text;
   };
-  if (!set_output_option_named(options, name, as_bool, as_string)) return false;
+  if (!set_output_option_named(options, name, as_bool, as_string)) {
+    const auto flags = record_key_flags(options);
+    if (std::find(flags.begin(), flags.end(), name) == flags.end()) return false;
+    using Flag = typename decltype(options.output)::value_type;
+    options.output.push_back(Flag{decltype(Flag::key)::named(name.substr(7)), as_bool()});
+  }
   if constexpr (requires { options.call_order; }) options.call_order.emplace_back(name);
   return true;
 }
@@ -3897,6 +3904,19 @@ inline void unpatch_all_model_recorders() {
 }
 
 }  // namespace detail
+
+/// The `output_<key>` flags a call may set in this program: one per record key that some capturing
+/// model declares, besides output_hidden_states and output_attentions, which every call takes.
+/// Found by argument-dependent lookup from the trace programs' `--call` and replay, which see
+/// OutputOptions only as a template argument.
+inline std::vector<std::string> record_key_flags(const OutputOptions&) {
+  std::vector<std::string> flags;
+  for (const auto key : detail::declared_record_keys()) {
+    if (detail::role_of(key) == detail::OutputRole::keyed) flags.push_back("output_" + std::string(key));
+  }
+  return flags;
+}
+
 }  // namespace tracetorch
 // ---- end tracetorch/capture/capturing_models.hpp ----
 // ---- begin tracetorch/detail/capture/run_capture.hpp ----
@@ -4939,6 +4959,25 @@ inline OutputOptions output_options(const Kwargs& kwargs) {
     options.call_order.push_back(name);
   }
   return options;
+}
+
+/// What a callee's `**kwargs` holds of a call's options, as transformers 5 hands them on once
+/// `@capture_outputs` has read them (with kwargs.get, not pop): the `output_*` flags, and
+/// use_cache where the caller's own signature does not take it (`with_use_cache`), in the
+/// caller's order. A list of hidden-state positions (`output_hidden_states=[0, 2]`) has no Kwargs
+/// form: a tracetorch::Error naming it.
+/// `layer(h, keywords, tracetorch::options_as_kwargs(options, /*with_use_cache=*/false))`
+inline Kwargs options_as_kwargs(const OutputOptions& options, bool with_use_cache) {
+  Kwargs kwargs;
+  tracetorch_keywords(options, [&](std::string_view name, const auto& value) {
+    if (!name.starts_with("output_") && !(with_use_cache && name == "use_cache")) return;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
+      kwargs.add(std::string(name), value);
+    } else {
+      throw Error("tracetorch::options_as_kwargs: " + std::string(name) + " is handed on as **kwargs and must be True or False");
+    }
+  });
+  return kwargs;
 }
 
 /// output_hidden_states / output_attentions / return_dict, and `output_<key>` for the record
