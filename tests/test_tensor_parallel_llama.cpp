@@ -187,6 +187,19 @@ DOCTEST_TEST_CASE("a rank of a single-process program writes nothing and says so
   DOCTEST_CHECK(!std::filesystem::exists(dir / "trace"));
 }
 
+DOCTEST_TEST_CASE("--replay with --world-size is refused by every rank, naming what is not supported, and nothing hangs") {
+  tracetorch_test::TempDir dir;
+  const auto run = tpl::run_bounded("", TRACETORCH_LLAMA_TRACE,
+                                    "--world-size 2 --config " + tpl::fixture("config.json") + " --weights " +
+                                        tpl::fixture("model.safetensors") + " --input-ids " + tpl::fixture("input_ids.safetensors") +
+                                        " --replay " + (tracetorch_test::tiny_llama_dir() / "trace_st").string(),
+                                    dir.path());
+  DOCTEST_INFO(run.output, run.errors);
+  DOCTEST_CHECK(run.exit_code == 1);
+  DOCTEST_CHECK(tracetorch_test::contains(run.errors, "replaying a rank's shards is not supported yet"));
+  DOCTEST_CHECK(tracetorch_test::contains(run.errors, "rank 1"));
+}
+
 }  // DOCTEST_TEST_SUITE
 
 #endif  // TRACETORCH_TEST_C10D
