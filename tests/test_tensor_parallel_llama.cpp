@@ -187,17 +187,35 @@ DOCTEST_TEST_CASE("a rank of a single-process program writes nothing and says so
   DOCTEST_CHECK(!std::filesystem::exists(dir / "trace"));
 }
 
-DOCTEST_TEST_CASE("--replay with --world-size is refused by every rank, naming what is not supported, and nothing hangs") {
+DOCTEST_TEST_CASE("module replay on 2 ranks: each rank's shards on its slices of upstream's values; a planted o_proj slice diverges") {
   tracetorch_test::TempDir dir;
-  const auto run = tpl::run_bounded("", TRACETORCH_LLAMA_TRACE,
-                                    "--world-size 2 --config " + tpl::fixture("config.json") + " --weights " +
-                                        tpl::fixture("model.safetensors") + " --input-ids " + tpl::fixture("input_ids.safetensors") +
-                                        " --replay " + (tracetorch_test::tiny_llama_dir() / "trace_st").string(),
-                                    dir.path());
-  DOCTEST_INFO(run.output, run.errors);
-  DOCTEST_CHECK(run.exit_code == 1);
-  DOCTEST_CHECK(tracetorch_test::contains(run.errors, "replaying a rank's shards is not supported yet"));
-  DOCTEST_CHECK(tracetorch_test::contains(run.errors, "rank 1"));
+  const std::string reference = (tracetorch_test::tiny_llama_dir() / "trace_st").string();
+  const std::string arguments = "--world-size 2 --config " + tpl::fixture("config.json") + " --weights " + tpl::fixture("model.safetensors") +
+                                " --input-ids " + tpl::fixture("input_ids.safetensors") + " --replay " + reference;
+  const auto clean = tpl::run_bounded("", TRACETORCH_LLAMA_TRACE, arguments + " --json " + (dir / "replay.json").string(), dir.path());
+  DOCTEST_INFO(clean.output, clean.errors);
+  DOCTEST_CHECK(clean.exit_code == 0);
+  for (const std::string rank : {"0", "1"}) {
+    DOCTEST_CHECK(tracetorch_test::contains(clean.output, "rank " + rank + " of 2: replay of LlamaModel against"));
+    const auto json = tpl::read_json(dir / ("replay.rank_" + rank + ".json"));
+    std::size_t matched = 0, sliced_linears = 0;
+    for (const auto& call : json.as_array()) {
+      const std::string status(call.at("status").as_string()), path(call.at("path").as_string());
+      DOCTEST_CHECK_MESSAGE(status != "diverges", path);
+      if (status == "match") ++matched;
+      if (status == "match" && (path.ends_with("q_proj") || path.ends_with("o_proj") || path.ends_with("down_proj"))) ++sliced_linears;
+    }
+    DOCTEST_CHECK(matched > 20);
+    DOCTEST_CHECK(sliced_linears == 12);  // q, o, down of each of the 4 layers, colwise and rowwise
+  }
+
+  // Rank 1's o_proj takes rank 0's slice: its partial sum is wrong, and the all-reduce carries it
+  // to both ranks, so both name o_proj (the diff of the traces names the rank, above).
+  const auto planted = tpl::run_bounded("LLAMA_TP_FAULT_O_PROJ_OFFSET=1:0", TRACETORCH_LLAMA_TRACE, arguments, dir.path());
+  DOCTEST_INFO(planted.output, planted.errors);
+  DOCTEST_CHECK(planted.exit_code == 1);
+  DOCTEST_CHECK(tracetorch_test::contains(planted.output, "LlamaModel.layers.0.self_attn.o_proj (call 0)"));
+  DOCTEST_CHECK(!tracetorch_test::contains(planted.output, "LlamaModel.layers.0.self_attn.q_proj (call 0)"));
 }
 
 }  // DOCTEST_TEST_SUITE

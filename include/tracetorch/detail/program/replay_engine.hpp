@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -112,10 +113,12 @@ inline void order_innermost_first(const Trace& ref, std::vector<ReplayedCall>& c
                         [](const ReplayedCall& c) { return c.status == ReplayStatus::diverges && c.innermost; });
 }
 
-/// The whole replay of `model` (registered as `root_name`) against the trace at `reference`.
+/// The whole replay of `model` (registered as `root_name`) against the trace at `reference`;
+/// `prepare` may change the reference first (a tensor-parallel rank takes its slices).
 inline ReplayReport replay_model(torch::nn::Module& model, const std::string& root_name, const std::filesystem::path& reference,
-                                 const ReplayOptions& options) {
-  const Trace ref = read_replay_reference(reference);
+                                 const ReplayOptions& options, const std::function<void(Trace&)>& prepare = {}) {
+  Trace ref = read_replay_reference(reference);
+  if (prepare) prepare(ref);
   std::map<std::string, TracedModuleBase*> modules;
   for (const auto& item : model.named_modules("", /*include_self=*/true)) {
     if (auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get())) {

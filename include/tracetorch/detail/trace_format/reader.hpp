@@ -26,6 +26,12 @@
 
 namespace tracetorch::detail {
 
+/// A rank's slice of a recorded value (module replay on a tensor-parallel rank): elements
+/// [offset, offset + size) of dimension `dim`, whose full size is `full`.
+struct TraceSlice {
+  std::int64_t dim = 0, offset = 0, size = 0, full = 0;
+};
+
 /// One value recorded for a module call: a tensor, or any other value (None, a number, a string).
 struct TraceSlot {
   std::string location;  ///< "inputs.args.0", "inputs.kwargs.mask", "outputs", "outputs.1"
@@ -44,6 +50,9 @@ struct TraceSlot {
   /// Set where `file` is shared with other values and holds another one's tensor (a repeated
   /// call overwrote it): the index in Trace::calls of the call whose value the file holds.
   std::optional<std::size_t> overwritten_by;
+  /// Not in the JSON: set for a tensor-parallel rank's replay, where `shape` is the slice's and
+  /// the file holds the full tensor (load_trace_tensor cuts it).
+  std::optional<TraceSlice> slice;
 };
 
 /// One module call; `inputs` are recorded when it starts, `outputs` when it returns (after

@@ -40,12 +40,19 @@ inline void check_trace_tensor(const Trace& trace, const TraceSlot& slot, const 
   }
 }
 
-/// Loads a trace tensor's file and checks it against what the JSON says about it.
+/// Loads a trace tensor's file and checks it against what the JSON says about it; a slot with a
+/// slice gets its slice of the file's tensor.
 inline torch::Tensor load_trace_tensor(const Trace& trace, const TraceSlot& slot) {
   const auto path = trace.dir / trace_format::tensor_file_name(slot.file);
   auto tensor = safetensors::load_single(path, trace_format::kTensorKey);
-  check_trace_tensor(trace, slot, path, tensor.sizes(), tensor.scalar_type());
-  return tensor;
+  if (!slot.slice) {
+    check_trace_tensor(trace, slot, path, tensor.sizes(), tensor.scalar_type());
+    return tensor;
+  }
+  TraceSlot full = slot;
+  full.shape[static_cast<std::size_t>(slot.slice->dim)] = slot.slice->full;
+  check_trace_tensor(trace, full, path, tensor.sizes(), tensor.scalar_type());
+  return tensor.narrow(slot.slice->dim, slot.slice->offset, slot.slice->size).contiguous();
 }
 
 /// The printed numbers of a slot: its own lines, or its file's tensor printed as Python would.
