@@ -102,31 +102,13 @@ detail::TraceProgramHooks<Model> parallel_trace_hooks(const nn::TensorParallel& 
   // Each rank replays every call on its slices of the reference's values (rank_replay.hpp), in
   // the reference's order on every rank, so the calls' own collectives meet; each prints its
   // report under its rank and writes --json/--html as NAME.rank_<r>.EXT.
-  hooks.replay = [parallel, options](Model& model, const detail::TraceArguments& args) -> int {
-    ReplayOptions replay_options;
-    if (args.replay_accept) replay_options.accept = load_accept_rules(*args.replay_accept);
-    const std::string root(model->traced_name());
-    auto layout = nn::parallel_layout(*model, root);
+  hooks.replay = [parallel, options](Model& model, const detail::TraceArguments& args) {
+    auto layout = nn::parallel_layout(*model, std::string(model->traced_name()));
     if (options.extend_layout) options.extend_layout(layout);
-    const ReplayReport report = detail::replay_model(*model, root, *args.replay, replay_options,
-                                                     [&](detail::Trace& ref) { detail::slice_reference_for_rank(ref, layout); });
-    const std::string rank = "rank_" + std::to_string(parallel.rank);
-    const auto per_rank = [&](const std::filesystem::path& path) {
-      return path.parent_path() / (path.stem().string() + "." + rank + path.extension().string());
-    };
-    std::string text = "rank " + std::to_string(parallel.rank) + " of " + std::to_string(parallel.world_size) + ": " +
-                       replay_report_text(report, root);
-    if (args.replay_json) {
-      detail::write_text_file(per_rank(*args.replay_json), replay_report_json(report));
-      text += "wrote " + per_rank(*args.replay_json).string() + "\n";
-    }
-    if (args.replay_html) {
-      const boost::json::value calls = boost::json::parse(replay_report_json(report));
-      write_html_report(per_rank(*args.replay_html), nullptr, &calls);
-      text += "wrote " + per_rank(*args.replay_html).string() + "\n";
-    }
-    std::cout << text << std::flush;  // one write: the ranks share the terminal
-    return report.count(ReplayStatus::diverges) > 0 ? 1 : 0;
+    return detail::run_program_replay(model, args,
+                                      "rank " + std::to_string(parallel.rank) + " of " + std::to_string(parallel.world_size) + ": ",
+                                      ".rank_" + std::to_string(parallel.rank),
+                                      [&](detail::Trace& ref) { detail::slice_reference_for_rank(ref, layout); });
   };
   return hooks;
 }

@@ -58,6 +58,38 @@ struct TraceProgramOptions {
   checkpoint::Options checkpoint;
 };
 
+namespace detail {
+
+/// `--replay` as the trace programs run it: the report printed in one write after `heading`,
+/// --json and --html written with `file_tag` before their extension ("", or ".rank_1" for a
+/// tensor-parallel rank), exit status 1 when a call diverges. `prepare` may change the reference
+/// before the replay (a rank takes its slices).
+template <class Model>
+int run_program_replay(Model& model, const TraceArguments& args, const std::string& heading = {}, const std::string& file_tag = {},
+                       const std::function<void(Trace&)>& prepare = {}) {
+  ReplayOptions options;
+  if (args.replay_accept) options.accept = ::tracetorch::load_accept_rules(*args.replay_accept);
+  const std::string root(model->traced_name());
+  const ReplayReport report = replay_model(*model, root, *args.replay, options, prepare);
+  const auto tagged = [&](const std::filesystem::path& path) {
+    return path.parent_path() / (path.stem().string() + file_tag + path.extension().string());
+  };
+  std::string text = heading + ::tracetorch::replay_report_text(report, root);
+  if (args.replay_json) {
+    write_text_file(tagged(*args.replay_json), ::tracetorch::replay_report_json(report));
+    text += "wrote " + tagged(*args.replay_json).string() + "\n";
+  }
+  if (args.replay_html) {
+    const boost::json::value calls = boost::json::parse(::tracetorch::replay_report_json(report));
+    ::tracetorch::write_html_report(tagged(*args.replay_html), nullptr, &calls);
+    text += "wrote " + tagged(*args.replay_html).string() + "\n";
+  }
+  std::cout << text << std::flush;  // one write: the ranks of a tensor-parallel program share the terminal
+  return report.count(ReplayStatus::diverges) > 0 ? 1 : 0;
+}
+
+}  // namespace detail
+
 /// What trace_main does with a model: the traced call, the checkpoint load, the replay (a
 /// tensor-parallel program, tracetorch/distributed.hpp, wraps them).
 template <class Model>
@@ -85,22 +117,7 @@ detail::TraceProgramHooks<Model> trace_program_hooks() {
   hooks.load_weights = [](Model& model, const std::filesystem::path& weights, const checkpoint::Options& load) {
     checkpoint::load(*model, weights, load);
   };
-  hooks.replay = [](Model& model, const detail::TraceArguments& args) -> int {
-    ReplayOptions options;
-    if (args.replay_accept) options.accept = load_accept_rules(*args.replay_accept);
-    const ReplayReport report = replay(model, *args.replay, options);
-    std::cout << replay_report_text(report, model->traced_name());
-    if (args.replay_json) {
-      detail::write_text_file(*args.replay_json, replay_report_json(report));
-      std::cout << "wrote " << args.replay_json->string() << "\n";
-    }
-    if (args.replay_html) {
-      const boost::json::value calls = boost::json::parse(replay_report_json(report));
-      write_html_report(*args.replay_html, nullptr, &calls);
-      std::cout << "wrote " << args.replay_html->string() << "\n";
-    }
-    return report.count(ReplayStatus::diverges) > 0 ? 1 : 0;
-  };
+  hooks.replay = [](Model& model, const detail::TraceArguments& args) { return detail::run_program_replay(model, args); };
   return hooks;
 }
 

@@ -1484,8 +1484,8 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
 
 #include <torch/torch.h>
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>

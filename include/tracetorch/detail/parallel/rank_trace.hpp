@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tracetorch/error.hpp"
@@ -65,11 +66,28 @@ void for_each_tensor_record(const boost::json::value& value, const std::string& 
   }
 }
 
-/// The shard-spec entries of one call of a split module: colwise its outputs, rowwise its first
-/// argument, local every tensor in and out; each whose last dimension is the split's size.
+/// Whether a split module's value at `location` ("inputs.args.0", "outputs.1") is split over the
+/// ranks: a colwise module's outputs, a rowwise module's first argument (its outputs are
+/// all-reduced, whole), every value of a local module. The shard-spec file and replay on a rank
+/// both follow it; each also checks the value's last dimension against the split.
+inline bool is_split_value(ParallelStyle style, std::string_view location) {
+  const auto under = [&](std::string_view prefix) {
+    return location.starts_with(prefix) && (location.size() == prefix.size() || location[prefix.size()] == '.');
+  };
+  switch (style) {
+    case ParallelStyle::colwise: return under(trace_format::kOutputs);
+    case ParallelStyle::rowwise: return under(std::string(trace_format::kInputs) + "." + trace_format::kArgs + ".0");
+    case ParallelStyle::local: return under(trace_format::kInputs) || under(trace_format::kOutputs);
+  }
+  return false;
+}
+
+/// The shard-spec entries of one call of a split module: its split values (is_split_value) whose
+/// last dimension is the split's size.
 inline void shard_entries_of_call(const boost::json::object& node, const ModuleShard& shard, std::size_t call,
                                   boost::json::array& out) {
   auto visit = [&](const std::string& location, const boost::json::object& record) {
+    if (!is_split_value(shard.style, location)) return;
     auto shape = parse_shape_repr(record.at(trace_format::kShape).as_string());
     if (shape.empty() || shape.back() != shard.features.size) return;
     const auto dim = static_cast<std::int64_t>(shape.size() - 1);
@@ -79,17 +97,8 @@ inline void shard_entries_of_call(const boost::json::object& node, const ModuleS
                                       {"style", parallel_style_name(shard.style)}, {"dim", dim},
                                       {"offset", shard.features.offset}, {"size", shard.features.size}, {"full_shape", full_shape}});
   };
-  const auto* inputs = node.if_contains(trace_format::kInputs);
-  const auto* outputs = node.if_contains(trace_format::kOutputs);
-  if (shard.style == ParallelStyle::rowwise) {
-    const auto* args = inputs && inputs->is_object() ? inputs->as_object().if_contains(trace_format::kArgs) : nullptr;
-    if (args && args->is_array() && !args->as_array().empty()) {
-      for_each_tensor_record(args->as_array()[0], std::string(trace_format::kInputs) + "." + trace_format::kArgs + ".0", visit);
-    }
-    return;
-  }
-  if (shard.style == ParallelStyle::local && inputs) for_each_tensor_record(*inputs, trace_format::kInputs, visit);
-  if (outputs) for_each_tensor_record(*outputs, trace_format::kOutputs, visit);
+  if (const auto* inputs = node.if_contains(trace_format::kInputs)) for_each_tensor_record(*inputs, trace_format::kInputs, visit);
+  if (const auto* outputs = node.if_contains(trace_format::kOutputs)) for_each_tensor_record(*outputs, trace_format::kOutputs, visit);
 }
 
 /// Writes `json` as Python's json.dump(indent=2) would, through a staged file renamed into place.

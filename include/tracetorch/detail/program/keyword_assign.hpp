@@ -7,8 +7,8 @@
 
 #include <torch/torch.h>
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
