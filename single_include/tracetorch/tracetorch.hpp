@@ -5671,7 +5671,7 @@ inline std::filesystem::path checkpoint_shard(const std::filesystem::path& index
 
 // ---- begin tracetorch/detail/fs/checked_file.hpp ----
 /// \file
-/// CheckedFile: the writing end shared by AtomicFileWriter and StagedFileWriter. Every failure
+/// CheckedFile: AtomicFileWriter's writing end, through stdio. Every failure
 /// throws tracetorch::Error naming the file as the user knows it and the cause.
 
 #include <unistd.h>  // ftruncate
@@ -5964,23 +5964,45 @@ inline bool exists_at(int dir, const char* name) {
   return ::fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/// The names in the directory open at `dir` (without "." and ".."); empty if it cannot be read.
-inline std::vector<std::string> entries_of(int dir) {
-  std::vector<std::string> names;
+/// An entry of a directory as readdir gives it: `type` is its d_type, DT_UNKNOWN where the
+/// filesystem does not say.
+struct DirectoryEntry {
+  std::string name;
+  unsigned char type;
+};
+
+/// The entries of the directory open at `dir` (without "." and ".."); empty if it cannot be read.
+inline std::vector<DirectoryEntry> typed_entries_of(int dir) {
+  std::vector<DirectoryEntry> entries;
   const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);  // closedir closes the descriptor it reads
-  if (copy < 0) return names;
+  if (copy < 0) return entries;
   DIR* stream = ::fdopendir(copy);
   if (stream == nullptr) {
     ::close(copy);
-    return names;
+    return entries;
   }
   ::rewinddir(stream);
   while (const dirent* entry = ::readdir(stream)) {
     const std::string_view name = entry->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
+    if (name != "." && name != "..") entries.push_back({std::string(name), entry->d_type});
   }
   ::closedir(stream);
+  return entries;
+}
+
+/// The names in the directory open at `dir` (without "." and ".."); empty if it cannot be read.
+inline std::vector<std::string> entries_of(int dir) {
+  std::vector<std::string> names;
+  for (auto& entry : typed_entries_of(dir)) names.push_back(std::move(entry.name));
   return names;
+}
+
+/// True where `entry` of the directory open at `dir` is a directory: its d_type says, or (where
+/// the filesystem does not fill d_type) an fstatat, which is false for an entry gone meanwhile.
+inline bool is_directory_entry(int dir, const DirectoryEntry& entry) {
+  if (entry.type != DT_UNKNOWN) return entry.type == DT_DIR;
+  struct stat info {};
+  return ::fstatat(dir, entry.name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(info.st_mode);
 }
 
 /// Removes every entry of the directory open at `dir` whose name is not one of `kept`.
@@ -6332,17 +6354,6 @@ inline bool replace_file_keeping_old(const std::filesystem::path& staged, const 
 /// replace_file_keeping_old, then the replaced file is removed.
 inline void replace_file(const std::filesystem::path& staged, const std::filesystem::path& target, std::error_code& ec) {
   if (replace_file_keeping_old(staged, target, ec)) ::unlink(staged.c_str());
-}
-
-/// True where the file open at `fd` may be written over in place: a regular file of one link
-/// that nobody else has open or mapped (the kernel grants a write lease only then), so that no
-/// reader and no other name of it sees its bytes change.
-inline bool may_write_over(int fd) noexcept {
-  struct stat info {};
-  const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
-                     ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
-  if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
-  return alone;
 }
 
 /// Writes pieces one after another into a temporary file and renames it to `target` on commit().
@@ -10466,6 +10477,7 @@ class SpareFilesRegistry {
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -10615,13 +10627,19 @@ using Carried = std::unordered_map<std::string, struct stat>;
 /// Directories, and other entries that cannot be linked, are moved after the exchange. A
 /// directory at a name the staged tree has is refused (refuse_replacing_directory).
 inline Carried link_carried_entries(int from, int to, const std::filesystem::path& target, const CarryOver& carry_over) {
+  // The staged tree is this publisher's alone: its names are read once, and readdir's d_type
+  // spares an fstatat per replaced entry (a trace replaces about all of them, each forward).
+  const std::vector<std::string> staged_names = entries_of(to);
+  const std::unordered_set<std::string_view> staged(staged_names.begin(), staged_names.end());
   Carried carried;
-  for (const auto& name : entries_of(from)) {
+  for (const auto& entry : typed_entries_of(from)) {
+    const std::string& name = entry.name;
+    if (staged.contains(name)) {
+      if (is_directory_entry(from, entry)) refuse_replacing_directory(target, name);
+      continue;
+    }
     struct stat info {};
-    const bool replaced = exists_at(to, name.c_str());
-    if ((!replaced && !carry_over(name)) || ::fstatat(from, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISDIR(info.st_mode) && replaced) refuse_replacing_directory(target, name);
-    if (replaced || S_ISDIR(info.st_mode)) continue;
+    if (!carry_over(name) || ::fstatat(from, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(info.st_mode)) continue;
     if (!injected_fault("link") && ::linkat(from, name.c_str(), to, name.c_str(), 0) == 0) {
       carried.emplace(name, info);
       continue;
@@ -10669,19 +10687,24 @@ inline std::string move_over_kept_entries(const StagedDirectory& replaced, int n
                                           const CarryOver& carry_over) {
   std::string failed;
   try {
-    for (const auto& name : entries_of(replaced.fd())) {
+    // Read once: what this loop moves into the new tree has names of its own.
+    const std::vector<std::string> new_names = entries_of(new_tree);
+    const std::unordered_set<std::string_view> in_new_tree(new_names.begin(), new_names.end());
+    for (const auto& entry : typed_entries_of(replaced.fd())) {
+      const std::string& name = entry.name;
       if (!carry_over(name)) continue;
-      struct stat now {};
-      if (::fstatat(replaced.fd(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) continue;
       const auto found = carried.find(name);
       int moved = 0;
-      if (found != carried.end() && same_inode(found->second, now)) {
-        moved = injected_fault("move over") ? -1 : ::unlinkat(replaced.fd(), name.c_str(), 0);
-      } else if (found != carried.end()) {  // newer than the one kept
-        moved = injected_fault("move over") ? -1 : ::renameat(replaced.fd(), name.c_str(), new_tree, name.c_str());
-      } else if (!exists_at(new_tree, name.c_str())) {
+      if (found != carried.end()) {
+        struct stat now {};
+        if (::fstatat(replaced.fd(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        moved = injected_fault("move over") ? -1
+                : same_inode(found->second, now)
+                    ? ::unlinkat(replaced.fd(), name.c_str(), 0)
+                    : ::renameat(replaced.fd(), name.c_str(), new_tree, name.c_str());  // newer than the one kept
+      } else if (!in_new_tree.contains(name)) {
         moved = injected_fault("move over") ? -1 : rename_at(replaced.fd(), name.c_str(), new_tree, name.c_str(), kRenameNoReplace);
-      } else if (S_ISDIR(now.st_mode) && failed.empty()) {  // made at a staged file's name after link_carried_entries
+      } else if (failed.empty() && is_directory_entry(replaced.fd(), entry)) {  // made at a staged file's name after link_carried_entries
         failed = name + " is a directory, and the new tree has a file of that name";
         continue;
       }
@@ -10777,6 +10800,9 @@ struct PublishState {
   std::filesystem::path target;      // its canonical form (a symbolic link to a directory: that directory)
   bool keep_spares = false;          // reuse_previous_files
   std::vector<std::string> not_spares;  // replaced files never kept (the JSON files with use_repr=false)
+  // The new trace's hard links to its repeated tensors, for the publish in progress: the replaced
+  // files of those names are not kept either (see keep_or_drop_spares).
+  std::vector<const char*> linked;
   bool exchange_refused = false;     // the filesystem refused RENAME_EXCHANGE: file by file from now on
   bool leftovers_removed = false;    // abandoned staging directories inside debug_path removed once
 };
@@ -10804,8 +10830,13 @@ inline bool is_empty(int fd) { return publish_detail::entries_of(fd).empty(); }
 /// After a trace took its place: `staging` holds what it replaced. Kept as spares (inside
 /// debug_path, under its own name) where asked and there is something to keep; else removed.
 inline void keep_or_drop_spares(std::unique_ptr<TraceStaging>& staging, const PublishState& state) {
+  if (!state.keep_spares) return staging.reset();
   remove_names(staging->fd(), state.not_spares);
-  if (!state.keep_spares || is_empty(staging->fd())) return staging.reset();
+  // Where the replaced trace had a link at a name that is a link in the new one too (a forward
+  // repeats the one before), the spare it linked to keeps one name and can be written over next
+  // time, instead of removed and made again; and the next link needs no removal first.
+  for (const char* name : state.linked) ::unlinkat(staging->fd(), name, 0);
+  if (is_empty(staging->fd())) return staging.reset();
   if (staging->inside(state.target)) return;
   if (injected_fault("move in") || !staging->directory().move_to(state.target / staging->name())) staging.reset();
 }
@@ -11195,10 +11226,12 @@ class CallTree {
 /// over the file already there where that is safe (a spare of the previous trace).
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -11208,6 +11241,18 @@ class CallTree {
 
 namespace tracetorch::detail {
 
+/// True where the file open at `fd` may be written over in place: a regular file of one link
+/// that nobody else has open or mapped (the kernel grants a write lease only then), so that no
+/// reader and no other name of it sees its bytes change. `size` receives its size.
+inline bool may_write_over(int fd, off_t& size) noexcept {
+  struct stat info {};
+  const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
+                     ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+  if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
+  size = info.st_size;
+  return alone;
+}
+
 /// Writes the file `name` in the directory open at `directory` (a staging directory this process
 /// made and flocked, so no other writer uses its names). Through the descriptor: another
 /// writer's publish may move the directory meanwhile. A file already at `name` is written over
@@ -11216,49 +11261,102 @@ namespace tracetorch::detail {
 /// (docs/performance.md). Otherwise it is removed and a new file made (O_EXCL, never through a
 /// symbolic link). Errors name `shown_as`, the file's final path. Destroyed before finish(): the
 /// file is removed.
+///
+/// On the descriptor itself, not stdio: a traced forward writes a file per tensor, and on a VM
+/// each system call costs microseconds. Small pieces (a safetensors header) wait in a buffer
+/// and go out with the next large one in one writev; a file written over is cut only where its
+/// old size differs.
 class StagedFileWriter {
  public:
   StagedFileWriter(int directory, std::string name, std::filesystem::path shown_as)
-      : directory_(directory), name_(std::move(name)), file_(std::move(shown_as)) {
-    const int existing = ::openat(directory_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (existing >= 0) {
-      std::FILE* over = may_write_over(existing) ? ::fdopen(existing, "wb") : nullptr;  // "w" of fdopen does not truncate
-      if (over != nullptr) {
-        file_.adopt(over);
-        written_over_ = true;
-        return;
-      }
-      ::close(existing);
+      : directory_(directory), name_(std::move(name)), shown_as_(std::move(shown_as)) {
+    publish_detail::UniqueFd existing(::openat(directory_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (existing && may_write_over(existing.get(), old_size_)) {
+      fd_ = std::move(existing);
+      written_over_ = true;
+      return;
     }
+    existing.reset();
     ::unlinkat(directory_, name_.c_str(), 0);
-    const int fd = ::openat(directory_, name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) file_.fail("cannot create");
-    std::FILE* created = ::fdopen(fd, "wb");
-    if (created == nullptr) {
-      const int error = errno;
-      ::close(fd);
-      errno = error;
-    }
-    file_.adopt(created);
+    fd_.reset(::openat(directory_, name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+    if (!fd_) fail("cannot create");
   }
   StagedFileWriter(const StagedFileWriter&) = delete;
   StagedFileWriter& operator=(const StagedFileWriter&) = delete;
   ~StagedFileWriter() {
-    if (!file_.closed()) ::unlinkat(directory_, name_.c_str(), 0);
+    if (!finished_) {
+      fd_.reset();
+      ::unlinkat(directory_, name_.c_str(), 0);
+    }
   }
 
-  void write(const void* data, std::size_t size) { file_.write(data, size); }
-  void write(std::string_view text) { file_.write(text); }
+  void write(const void* data, std::size_t size) {
+    if (!fd_) throw Error("tracetorch: cannot write " + shown_as_.string() + ": already finished");
+    if (size <= sizeof(buffer_) - buffered_) {
+      std::memcpy(buffer_ + buffered_, data, size);
+      buffered_ += size;
+      return;
+    }
+    write_out(static_cast<const char*>(data), size);
+  }
+  void write(std::string_view text) { write(text.data(), text.size()); }
 
-  /// Flushes and closes the file, which stays: the caller publishes or removes it. Written over
-  /// an older file: what it held beyond the new end goes.
-  void finish() { file_.close(written_over_); }
+  /// Writes what is buffered and closes the file, which stays: the caller publishes or removes
+  /// it. Written over an older file: what it held beyond the new end goes.
+  void finish() {
+    if (finished_) return;
+    if (!fd_) throw Error("tracetorch: cannot write " + shown_as_.string() + ": an earlier write failed");
+    write_out(nullptr, 0);
+    if (written_over_ && old_size_ != static_cast<off_t>(position_) && ::ftruncate(fd_.get(), static_cast<off_t>(position_)) != 0) {
+      fail("cannot write");
+    }
+    if (::close(fd_.release()) != 0) fail("cannot write");
+    finished_ = true;
+  }
 
  private:
+  /// The buffer, then `size` bytes of `data`, in as few writev calls as the kernel allows.
+  void write_out(const char* data, std::size_t size) {
+    iovec pieces[2] = {{buffer_, buffered_}, {const_cast<char*>(data), size}};
+    buffered_ = 0;
+    int first = 0;  // the first piece with bytes left
+    while (first < 2) {
+      if (pieces[first].iov_len == 0) {
+        ++first;
+        continue;
+      }
+      const ssize_t done = ::writev(fd_.get(), pieces + first, 2 - first);
+      if (done <= 0) {
+        if (done < 0 && errno == EINTR) continue;
+        const int error = done < 0 ? errno : ENOSPC;
+        fd_.reset();
+        errno = error;
+        fail("cannot write");
+      }
+      position_ += static_cast<std::size_t>(done);
+      auto left = static_cast<std::size_t>(done);
+      for (; first < 2 && left >= pieces[first].iov_len; ++first) left -= pieces[first].iov_len;
+      if (first < 2) {
+        pieces[first].iov_base = static_cast<char*>(pieces[first].iov_base) + left;
+        pieces[first].iov_len -= left;
+      }
+    }
+  }
+
+  [[noreturn]] void fail(const char* what) const {
+    throw Error("tracetorch: " + std::string(what) + " " + shown_as_.string() + ": " + std::strerror(errno));
+  }
+
   int directory_;
   std::string name_;
-  CheckedFile file_;
+  std::filesystem::path shown_as_;
+  publish_detail::UniqueFd fd_;
+  off_t old_size_ = 0;
+  std::size_t position_ = 0;
+  std::size_t buffered_ = 0;
   bool written_over_ = false;
+  bool finished_ = false;
+  char buffer_[4096];
 };
 
 }  // namespace tracetorch::detail
@@ -11389,9 +11487,13 @@ class TraceFiles {
       set_aside_earlier(file_name);  // first: the file linked from may be the one of that name
       char source[kAsideNameSize];
       const char* from = staged_name((*staged_)[index], source);
-      if (reused_) ::unlinkat(directory, file_name.c_str(), 0);  // the spare of a name that is a link this time
-      if (::linkat(directory, from, directory, file_name.c_str(), 0) == 0) {
-        add_staged(file_name);
+      int linked = ::linkat(directory, from, directory, file_name.c_str(), 0);
+      if (linked != 0 && errno == EEXIST && reused_) {  // a spare of a name that was no link last time
+        ::unlinkat(directory, file_name.c_str(), 0);
+        linked = ::linkat(directory, from, directory, file_name.c_str(), 0);
+      }
+      if (linked == 0) {
+        add_staged(file_name, true);
         return json_value_of(file_name);
       }
       put_back_earlier(file_name);
@@ -11428,7 +11530,12 @@ class TraceFiles {
     }
     names.insert(names.end(), json_names_.begin(), json_names_.end());
     if (reused_ || set_aside_ > 0) keep_only(names);
+    publishing_.linked.clear();
+    for (const auto& file : *staged_) {
+      if (file.aside == 0 && file.linked) publishing_.linked.push_back(file.name.c_str());
+    }
     publish_trace(staging_, publishing_, names);
+    publishing_.linked.clear();  // views of this forward's names
   }
 
   /// The forward is over; `keep_files`: it was published. The spares go back to the registry.
@@ -11456,6 +11563,7 @@ class TraceFiles {
   struct StagedFile {
     std::pmr::string name;
     unsigned aside;
+    bool linked;  // a hard link to an earlier file of this forward (a repeated tensor)
   };
   static constexpr std::size_t kAsideNameSize = publish_detail::kAsideNameSize;
   /// Looks names up by string_view (no copy).
@@ -11500,9 +11608,9 @@ class TraceFiles {
     write_json_text(file, root, strip_values);
   }
 
-  void add_staged(const std::string& file_name) {
+  void add_staged(const std::string& file_name, bool linked = false) {
     const auto memory = staged_->get_allocator().resource();
-    staged_->push_back({std::pmr::string(file_name, memory), 0});
+    staged_->push_back({std::pmr::string(file_name, memory), 0, linked});
     written_->emplace(file_name);
   }
 

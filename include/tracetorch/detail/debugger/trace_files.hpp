@@ -161,9 +161,13 @@ class TraceFiles {
       set_aside_earlier(file_name);  // first: the file linked from may be the one of that name
       char source[kAsideNameSize];
       const char* from = staged_name((*staged_)[index], source);
-      if (reused_) ::unlinkat(directory, file_name.c_str(), 0);  // the spare of a name that is a link this time
-      if (::linkat(directory, from, directory, file_name.c_str(), 0) == 0) {
-        add_staged(file_name);
+      int linked = ::linkat(directory, from, directory, file_name.c_str(), 0);
+      if (linked != 0 && errno == EEXIST && reused_) {  // a spare of a name that was no link last time
+        ::unlinkat(directory, file_name.c_str(), 0);
+        linked = ::linkat(directory, from, directory, file_name.c_str(), 0);
+      }
+      if (linked == 0) {
+        add_staged(file_name, true);
         return json_value_of(file_name);
       }
       put_back_earlier(file_name);
@@ -200,7 +204,12 @@ class TraceFiles {
     }
     names.insert(names.end(), json_names_.begin(), json_names_.end());
     if (reused_ || set_aside_ > 0) keep_only(names);
+    publishing_.linked.clear();
+    for (const auto& file : *staged_) {
+      if (file.aside == 0 && file.linked) publishing_.linked.push_back(file.name.c_str());
+    }
     publish_trace(staging_, publishing_, names);
+    publishing_.linked.clear();  // views of this forward's names
   }
 
   /// The forward is over; `keep_files`: it was published. The spares go back to the registry.
@@ -228,6 +237,7 @@ class TraceFiles {
   struct StagedFile {
     std::pmr::string name;
     unsigned aside;
+    bool linked;  // a hard link to an earlier file of this forward (a repeated tensor)
   };
   static constexpr std::size_t kAsideNameSize = publish_detail::kAsideNameSize;
   /// Looks names up by string_view (no copy).
@@ -272,9 +282,9 @@ class TraceFiles {
     write_json_text(file, root, strip_values);
   }
 
-  void add_staged(const std::string& file_name) {
+  void add_staged(const std::string& file_name, bool linked = false) {
     const auto memory = staged_->get_allocator().resource();
-    staged_->push_back({std::pmr::string(file_name, memory), 0});
+    staged_->push_back({std::pmr::string(file_name, memory), 0, linked});
     written_->emplace(file_name);
   }
 

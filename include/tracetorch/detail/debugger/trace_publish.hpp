@@ -35,6 +35,9 @@ struct PublishState {
   std::filesystem::path target;      // its canonical form (a symbolic link to a directory: that directory)
   bool keep_spares = false;          // reuse_previous_files
   std::vector<std::string> not_spares;  // replaced files never kept (the JSON files with use_repr=false)
+  // The new trace's hard links to its repeated tensors, for the publish in progress: the replaced
+  // files of those names are not kept either (see keep_or_drop_spares).
+  std::vector<const char*> linked;
   bool exchange_refused = false;     // the filesystem refused RENAME_EXCHANGE: file by file from now on
   bool leftovers_removed = false;    // abandoned staging directories inside debug_path removed once
 };
@@ -62,8 +65,13 @@ inline bool is_empty(int fd) { return publish_detail::entries_of(fd).empty(); }
 /// After a trace took its place: `staging` holds what it replaced. Kept as spares (inside
 /// debug_path, under its own name) where asked and there is something to keep; else removed.
 inline void keep_or_drop_spares(std::unique_ptr<TraceStaging>& staging, const PublishState& state) {
+  if (!state.keep_spares) return staging.reset();
   remove_names(staging->fd(), state.not_spares);
-  if (!state.keep_spares || is_empty(staging->fd())) return staging.reset();
+  // Where the replaced trace had a link at a name that is a link in the new one too (a forward
+  // repeats the one before), the spare it linked to keeps one name and can be written over next
+  // time, instead of removed and made again; and the next link needs no removal first.
+  for (const char* name : state.linked) ::unlinkat(staging->fd(), name, 0);
+  if (is_empty(staging->fd())) return staging.reset();
   if (staging->inside(state.target)) return;
   if (injected_fault("move in") || !staging->directory().move_to(state.target / staging->name())) staging.reset();
 }

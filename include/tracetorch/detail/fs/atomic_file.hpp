@@ -56,17 +56,6 @@ inline void replace_file(const std::filesystem::path& staged, const std::filesys
   if (replace_file_keeping_old(staged, target, ec)) ::unlink(staged.c_str());
 }
 
-/// True where the file open at `fd` may be written over in place: a regular file of one link
-/// that nobody else has open or mapped (the kernel grants a write lease only then), so that no
-/// reader and no other name of it sees its bytes change.
-inline bool may_write_over(int fd) noexcept {
-  struct stat info {};
-  const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
-                     ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
-  if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
-  return alone;
-}
-
 /// Writes pieces one after another into a temporary file and renames it to `target` on commit().
 /// Destroying an uncommitted writer removes the temporary file.
 class AtomicFileWriter {

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// CheckedFile: the writing end shared by AtomicFileWriter and StagedFileWriter. Every failure
+/// CheckedFile: AtomicFileWriter's writing end, through stdio. Every failure
 /// throws tracetorch::Error naming the file as the user knows it and the cause.
 
 #include <unistd.h>  // ftruncate

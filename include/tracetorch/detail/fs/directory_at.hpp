@@ -60,23 +60,45 @@ inline bool exists_at(int dir, const char* name) {
   return ::fstatat(dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/// The names in the directory open at `dir` (without "." and ".."); empty if it cannot be read.
-inline std::vector<std::string> entries_of(int dir) {
-  std::vector<std::string> names;
+/// An entry of a directory as readdir gives it: `type` is its d_type, DT_UNKNOWN where the
+/// filesystem does not say.
+struct DirectoryEntry {
+  std::string name;
+  unsigned char type;
+};
+
+/// The entries of the directory open at `dir` (without "." and ".."); empty if it cannot be read.
+inline std::vector<DirectoryEntry> typed_entries_of(int dir) {
+  std::vector<DirectoryEntry> entries;
   const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);  // closedir closes the descriptor it reads
-  if (copy < 0) return names;
+  if (copy < 0) return entries;
   DIR* stream = ::fdopendir(copy);
   if (stream == nullptr) {
     ::close(copy);
-    return names;
+    return entries;
   }
   ::rewinddir(stream);
   while (const dirent* entry = ::readdir(stream)) {
     const std::string_view name = entry->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
+    if (name != "." && name != "..") entries.push_back({std::string(name), entry->d_type});
   }
   ::closedir(stream);
+  return entries;
+}
+
+/// The names in the directory open at `dir` (without "." and ".."); empty if it cannot be read.
+inline std::vector<std::string> entries_of(int dir) {
+  std::vector<std::string> names;
+  for (auto& entry : typed_entries_of(dir)) names.push_back(std::move(entry.name));
   return names;
+}
+
+/// True where `entry` of the directory open at `dir` is a directory: its d_type says, or (where
+/// the filesystem does not fill d_type) an fstatat, which is false for an entry gone meanwhile.
+inline bool is_directory_entry(int dir, const DirectoryEntry& entry) {
+  if (entry.type != DT_UNKNOWN) return entry.type == DT_DIR;
+  struct stat info {};
+  return ::fstatat(dir, entry.name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(info.st_mode);
 }
 
 /// Removes every entry of the directory open at `dir` whose name is not one of `kept`.
