@@ -68,21 +68,20 @@ struct DirectoryEntry {
 };
 
 /// The entries of the directory open at `dir` (without "." and ".."); empty if it cannot be read.
+/// Read with getdents64 on `dir` itself, rewound first: a publish reads several directories per
+/// forward, and opendir's copy of the descriptor cost three more system calls each time.
 inline std::vector<DirectoryEntry> typed_entries_of(int dir) {
   std::vector<DirectoryEntry> entries;
-  const int copy = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);  // closedir closes the descriptor it reads
-  if (copy < 0) return entries;
-  DIR* stream = ::fdopendir(copy);
-  if (stream == nullptr) {
-    ::close(copy);
-    return entries;
+  if (::lseek(dir, 0, SEEK_SET) != 0) return entries;
+  alignas(dirent64) char buffer[16 * 1024];
+  for (ssize_t got; (got = ::getdents64(dir, buffer, sizeof buffer)) > 0;) {
+    for (ssize_t at = 0; at < got;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buffer + at);
+      at += entry->d_reclen;
+      const std::string_view name = entry->d_name;
+      if (name != "." && name != "..") entries.push_back({std::string(name), entry->d_type});
+    }
   }
-  ::rewinddir(stream);
-  while (const dirent* entry = ::readdir(stream)) {
-    const std::string_view name = entry->d_name;
-    if (name != "." && name != "..") entries.push_back({std::string(name), entry->d_type});
-  }
-  ::closedir(stream);
   return entries;
 }
 
