@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 
+#include <random>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,29 @@ DOCTEST_TEST_CASE("JSON strings are written as Python's json.dumps writes them, 
 
 // In the debugger's suite, where it was written: the layout of the trace files.
 DOCTEST_TEST_SUITE("debugger") {
+
+DOCTEST_TEST_CASE("JSON strings: a character that needs escaping is escaped at every position of a long plain run") {
+  // The writer skips plain text eight bytes at a time; each special byte, at each offset of
+  // the word it falls in, must still stop it. The text read back equals the text written.
+  for (const std::string& special : {std::string("\""), std::string("\\"), std::string("\n"), std::string(1, '\0'), std::string("\x1f"), std::string("\x7f"), std::string("\xc3\xa9")}) {
+    for (std::size_t at = 0; at < 24; ++at) {
+      std::string text(32, 'x');
+      text.replace(at, 1, special);
+      std::string out;
+      DOCTEST_REQUIRE(tracetorch::detail::append_json_string(out, text));
+      DOCTEST_CHECK_EQ(json::value_to<std::string>(json::parse(out)), text);
+      for (const char byte : out) DOCTEST_CHECK((byte >= 0x20 && byte < 0x7F));
+    }
+  }
+  std::mt19937 random(7);
+  for (int round = 0; round < 2000; ++round) {  // printable ASCII with a few specials mixed in
+    std::string text(random() % 64, ' ');
+    for (char& byte : text) byte = random() % 16 == 0 ? "\"\\\n\t\x01\x7f"[random() % 6] : static_cast<char>(0x20 + random() % 95);
+    std::string out;
+    tracetorch::detail::append_json_string(out, text);
+    DOCTEST_CHECK_EQ(json::value_to<std::string>(json::parse(out)), text);
+  }
+}
 
 DOCTEST_TEST_CASE("python json layout: escapes, empty containers, floats") {
   std::string out;
