@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,16 @@ std::map<std::string, ino_t> unlinked_tensor_files(const std::filesystem::path& 
   return out;
 }
 
+/// The inodes of a trace's tensor files: one per distinct file (a repeated tensor's files are
+/// hard links to one).
+std::set<ino_t> tensor_inodes(const std::filesystem::path& dir) {
+  std::set<ino_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".safetensors") out.insert(inode_of(entry.path()));
+  }
+  return out;
+}
+
 /// Traces the tiny Llama on `ids` into `dir` with use_repr=false, in a scope of its own.
 void trace_files(llama::LlamaModel& model, const std::filesystem::path& dir, const torch::Tensor& ids, bool reuse_previous) {
   auto guard = tracetorch::model_addition_debugger(
@@ -76,11 +87,15 @@ DOCTEST_TEST_CASE("reuse_previous_files: later traces write over the files they 
   DOCTEST_CHECK(spare_directories(reused.path()).empty());  // a first trace into a directory keeps nothing
   const auto first = unlinked_tensor_files(reused.path());
   DOCTEST_CHECK(first.size() > 30);
+  const auto first_inodes = tensor_inodes(reused.path());
+  DOCTEST_CHECK(first_inodes.size() < 142);  // repeated tensors are links
 
   trace_files(model, reused.path(), inputs[1], true);
   const auto spares = spare_directories(reused.path());
   DOCTEST_REQUIRE(spares.size() == 1);
-  DOCTEST_CHECK(tracetorch_test::count_files(reused / spares[0]) == 142);  // the first trace's tensor files
+  // The first trace's tensor files, one name each: the names that are links in the second trace
+  // are not kept, so that the files they linked to can be written over.
+  DOCTEST_CHECK(tracetorch_test::count_files(reused / spares[0]) == first_inodes.size());
 
   trace_files(model, reused.path(), inputs[2], true);
   trace_files(model, fresh.path(), inputs[2], false);
@@ -90,7 +105,10 @@ DOCTEST_TEST_CASE("reuse_previous_files: later traces write over the files they 
   std::size_t written_over = 0;
   for (const auto& [name, inode] : first) written_over += inode_of(reused / name) == inode ? 1 : 0;
   DOCTEST_CHECK(written_over == first.size());
-  DOCTEST_CHECK(tracetorch_test::count_files(reused / spares[0]) == 142);  // the second trace's
+  // Every distinct file of the first trace was written over, those with links included: no file
+  // was made anew.
+  DOCTEST_CHECK(tensor_inodes(reused.path()) == first_inodes);
+  DOCTEST_CHECK(tracetorch_test::count_files(reused / spares[0]) == first_inodes.size());  // the second trace's
 }
 
 DOCTEST_TEST_CASE("reuse_previous_files: a replaced file still open or linked elsewhere is never written over") {

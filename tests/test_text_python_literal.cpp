@@ -1,10 +1,10 @@
 // detail/text/python_literal.hpp: the one reader of Python literals, behind both --call
-// (program/python_value.hpp) and set_config_field (config/python_literal.hpp).
+// (module/python_value.hpp) and set_config_field (config/python_literal.hpp).
 
 #include <doctest/doctest.h>
 
 #include <tracetorch/config_file.hpp>
-#include <tracetorch/detail/program/python_value.hpp>
+#include <tracetorch/detail/module/python_value.hpp>
 #include <tracetorch/detail/text/python_literal.hpp>
 
 DOCTEST_TEST_SUITE("text python literal") {

@@ -27,7 +27,7 @@
 
 #include "tracetorch/capture/capturing_models.hpp"
 #include "tracetorch/detail/capture/output_fields.hpp"
-#include "tracetorch/detail/capture/output_option_names.hpp"
+#include "tracetorch/detail/module/output_option_names.hpp"
 #include "tracetorch/capture/output_options.hpp"
 #include "tracetorch/capture/to_tuple.hpp"
 #include "tracetorch/kwargs.hpp"

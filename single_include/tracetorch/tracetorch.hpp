@@ -511,7 +511,7 @@ namespace tracetorch::detail {
 
 class CallObserver;
 class TracedModuleBase;
-struct ReplayRequest;  // detail/program/replay_call.hpp
+struct ReplayRequest;  // detail/module/replay_arguments.hpp
 
 /// One observer attached to one module instance. A module's attachments form a singly linked
 /// list, newest first, so nested scopes attach and detach like a stack. The list is changed and
@@ -848,121 +848,23 @@ R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const D
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/module/debug_io.hpp ----
-// ---- begin tracetorch/detail/nonfinite/watch.hpp ----
+// ---- begin tracetorch/detail/module/nonfinite_request.hpp ----
 /// \file
-/// A non-finite sentinel hung on a model's traced modules for as long as a watch lives: what
-/// the debugger's option, the standalone scope and a call's `find_nonfinite` option each hold.
-
-#include <torch/torch.h>
-
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
-// ---- begin tracetorch/detail/module/attachments.hpp ----
-/// \file
-/// Hanging observers on module instances and taking them off again: shared by the debugger
-/// (every traced module) and output capture (the modules its recorders select).
+/// A call that asks for the non-finite sentinel through its options (`find_nonfinite`, as
+/// OutputOptions has it): what a traced forward needs to notice the request. The sentinel is
+/// reached through a pointer that detail/nonfinite/watch.hpp sets (every header that declares
+/// the option includes it), so module code does not depend on the sentinel's.
 
 #include <torch/torch.h>
 
 #include <atomic>
-#include <cstddef>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
+#include <concepts>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
-
-namespace tracetorch::detail {
-
-/// Containers have no forward of their own (Python's ModuleList is never called either), so
-/// they are not reported as untraced; their elements are checked on their own.
-inline bool is_container(const torch::nn::Module& module) noexcept {
-  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
-}
-
-/// A set of attachments owned together; removed, newest first, on destruction.
-class AttachmentSet {
- public:
-  AttachmentSet() = default;
-  AttachmentSet(const AttachmentSet&) = delete;
-  AttachmentSet& operator=(const AttachmentSet&) = delete;
-  ~AttachmentSet() { detach(); }
-
-  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
-  /// Modules that are not traced (and not containers) are listed in untraced().
-  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
-    const auto named = root.named_modules("", /*include_self=*/true);
-    std::unique_lock lock(attachment_mutex());
-    attachments_.reserve(attachments_.size() + named.size());
-    for (const auto& item : named) {
-      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
-      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
-      if (traced == nullptr) {
-        if (!is_container(*item.value())) untraced_.push_back(path);
-        continue;
-      }
-      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
-    }
-  }
-
-  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
-  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
-    std::unique_lock lock(attachment_mutex());
-    add_locked(module, observer, std::move(module_path), false, false, tag);
-  }
-
-  void detach() noexcept {
-    std::unique_lock lock(attachment_mutex());
-    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
-      Attachment& at = **it;
-      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
-      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
-      if (head == &at) {
-        at.module->attachments_.store(at.next, std::memory_order_release);
-        continue;
-      }
-      for (Attachment* p = head; p != nullptr; p = p->next) {
-        if (p->next == &at) {
-          p->next = at.next;
-          break;
-        }
-      }
-    }
-    attachments_.clear();
-  }
-
-  bool empty() const noexcept { return attachments_.empty(); }
-  const std::vector<std::unique_ptr<Attachment>>& entries() const noexcept { return attachments_; }
-  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
-
- private:
-  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
-                  bool has_children, std::size_t tag) {
-    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
-    at.observer = &observer;
-    at.module = &module;
-    at.module_path = std::move(module_path);
-    at.is_root = is_root;
-    at.has_children = has_children;
-    at.tag = tag;
-    at.next = module.attachments_.load(std::memory_order_acquire);
-    module.attachments_.store(&at, std::memory_order_release);
-  }
-
-  std::vector<std::unique_ptr<Attachment>> attachments_;
-  std::vector<std::string> untraced_;
-};
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/module/attachments.hpp ----
 // ---- begin tracetorch/nonfinite/finding.hpp ----
 /// \file
 /// What the non-finite sentinel found: a module call and one of its values holding NaN or Inf,
@@ -1036,374 +938,8 @@ inline std::string NonFinite::message() const { return nonfinite_message(*this);
 
 }  // namespace tracetorch
 // ---- end tracetorch/nonfinite/finding.hpp ----
-// ---- begin tracetorch/detail/nonfinite/sentinel.hpp ----
-/// \file
-/// The non-finite sentinel: an observer of every traced call that names the first call whose
-/// outputs hold NaN or Inf while its inputs were finite. One reduction per output tensor; a
-/// call's inputs are checked only once one of its outputs is not finite (their values are still
-/// those of the call's entry unless their version moved), the root's inputs on entry.
-
-#include <torch/torch.h>
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <thread>
-#include <unordered_map>
-#include <utility>
-#include <vector>
-
-// ---- begin tracetorch/detail/nonfinite/values.hpp ----
-/// \file
-/// The non-finite sentinel's view of a call's values: which tensors can hold NaN or Inf, where
-/// each one sits in the call (named as tracetorch-diff names it), the one reduction that says
-/// whether a tensor is finite, and the counting done only for the value that is not.
-
-#include <torch/torch.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-// ---- begin tracetorch/detail/trace_format/format.hpp ----
-/// \file
-/// The trace format of the model addition debugger, one owner for its names: the JSON keys of
-/// a call node and of a tensor record, the file names of a trace, the stems of its tensor files.
-
-#include <string>
-#include <string_view>
-
-namespace tracetorch::detail::trace_format {
-
-// A call node: {"module_path": ..., "inputs": {...}, "children": [...]} or, on a leaf, "outputs".
-inline constexpr char kModulePath[] = "module_path";
-inline constexpr char kInputs[] = "inputs";
-inline constexpr char kOutputs[] = "outputs";
-inline constexpr char kChildren[] = "children";
-
-// A call's inputs: {"args": [...], "kwargs": {...}}.
-inline constexpr char kArgs[] = "args";
-inline constexpr char kKwargs[] = "kwargs";
-
-// A tensor record: {"shape": "torch.Size([2, 7])", "dtype": "torch.float32", "value": ..., "mean": ...}.
-// "value" is "./<file>.safetensors" (use_repr=false) or the lines of print(tensor) (use_repr=true);
-// the _SUMMARY.json leaves it out.
-inline constexpr char kShape[] = "shape";
-inline constexpr char kDtype[] = "dtype";
-inline constexpr char kValue[] = "value";
-// The statistics of a floating tensor, each Python's repr of a 0-d tensor: "tensor(-5.1862e-03)".
-inline constexpr char kMean[] = "mean";
-inline constexpr char kStd[] = "std";
-inline constexpr char kMin[] = "min";
-inline constexpr char kMax[] = "max";
-inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
-inline constexpr char kShapePrefix[] = "torch.Size([";
-inline constexpr char kShapeSuffix[] = "])";
-inline constexpr char kDtypePrefix[] = "torch.";
-/// torch.complex32, torch.complex64, torch.complex128: compared part by part.
-inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
-
-// A value's place in its call, as the reader names it: "inputs.args.0", "inputs.kwargs.mask.1", "outputs".
-inline constexpr char kLocationSeparator = '.';
-
-// The files of a trace: <Root>_debug_tree_FULL_TENSORS.json, <Root>_debug_tree_SUMMARY.json and,
-// with use_repr=false, one <stem>.safetensors per tensor (the tensor under the key "data"),
-// named in the JSON as "./<stem>.safetensors".
-inline constexpr char kFullTensorsSuffix[] = "_debug_tree_FULL_TENSORS.json";
-inline constexpr char kSummarySuffix[] = "_debug_tree_SUMMARY.json";
-inline constexpr char kTensorFileExtension[] = ".safetensors";
-inline constexpr char kTensorFilePrefix[] = "./";
-inline constexpr char kTensorKey[] = "data";
-
-// A multi-rank trace (tensor parallelism): <debug_path>/rank_<r>/ holds rank r's trace and its
-// shard specs; rank 0 writes <debug_path>/tracetorch_ranks.json, the index of the ranks.
-inline constexpr char kRankDirectoryPrefix[] = "rank_";
-inline constexpr char kRankIndexFile[] = "tracetorch_ranks.json";
-inline constexpr char kShardSpecFile[] = "tracetorch_shards.json";
-
-// A tensor file's stem, transformers' naming: <module_path>[_call<N>]_inputs_args_0,
-// <module_path>_inputs_kwargs_<name>, <module_path>_outputs, then _<index> or _<key> per level.
-// The root's outputs are <Root>_outputs*, written as files but left out of the JSON.
-inline constexpr char kCallStem[] = "_call";
-inline constexpr char kInputsStem[] = "_inputs";
-inline constexpr char kOutputsStem[] = "_outputs";
-inline constexpr char kArgsStem[] = "_args_";
-inline constexpr char kKwargsStem[] = "_kwargs_";
-inline constexpr char kStemSeparator = '_';
-
-inline std::string full_tensors_file_name(std::string_view root) { return std::string(root) + kFullTensorsSuffix; }
-inline std::string summary_file_name(std::string_view root) { return std::string(root) + kSummarySuffix; }
-
-/// "./<stem>.safetensors" -> "<stem>.safetensors": the file's name in the trace directory.
-inline std::string_view tensor_file_name(std::string_view value) {
-  return value.starts_with(kTensorFilePrefix) ? value.substr(std::string_view(kTensorFilePrefix).size()) : value;
-}
-
-}  // namespace tracetorch::detail::trace_format
-// ---- end tracetorch/detail/trace_format/format.hpp ----
 
 namespace tracetorch::detail {
-
-/// Floating and complex tensors with elements: the only ones that can hold NaN or Inf.
-inline bool may_be_nonfinite(const torch::Tensor& tensor) {
-  return tensor.defined() && tensor.layout() == torch::kStrided && !tensor.is_meta() &&
-         (tensor.is_floating_point() || tensor.is_complex()) && tensor.numel() > 0;
-}
-
-/// The sentinel's one reduction per value.
-inline bool all_finite(const torch::Tensor& tensor) {
-  const torch::NoGradGuard no_grad;
-  return torch::isfinite(tensor).all().item<bool>();
-}
-
-/// Counts NaN, +Inf and -Inf into `found`; a complex tensor part by part.
-inline void count_nonfinite(const torch::Tensor& tensor, NonFinite& found) {
-  const torch::NoGradGuard no_grad;
-  const torch::Tensor parts = tensor.is_complex() ? torch::view_as_real(tensor.resolve_conj()) : tensor;
-  found.nan = torch::isnan(parts).sum().item<std::int64_t>();
-  found.positive_inf = torch::isposinf(parts).sum().item<std::int64_t>();
-  found.negative_inf = torch::isneginf(parts).sum().item<std::int64_t>();
-  found.elements = parts.numel();
-}
-
-/// Walks a call's arguments or result and hands `sink(location, tensor)` each tensor that
-/// may_be_nonfinite, located as the trace reader locates values: `inputs.args.0`,
-/// `inputs.kwargs.mask.1`, `outputs`, `outputs.last_hidden_state`.
-template <class Sink>
-class TensorLocations final : public ArgumentVisitor {
- public:
-  /// `base`: the location of a result (`outputs`); arguments set their own as they come.
-  TensorLocations(std::string base, Sink& sink) : location_(std::move(base)), sink_(sink) {}
-
-  void positional(std::size_t index) override { at_argument(trace_format::kArgs, std::to_string(index)); }
-  void keyword(std::string_view name) override { at_argument(trace_format::kKwargs, name); }
-  void tensor(const torch::Tensor& value) override {
-    if (may_be_nonfinite(value)) sink_(location_, value);
-  }
-  void begin_sequence() override { open_.push_back(location_.size()); }
-  void begin_mapping() override { open_.push_back(location_.size()); }
-  void element(std::size_t index) override { at_key(std::to_string(index)); }
-  void entry(std::string_view key) override { at_key(key); }
-  void end() override {
-    location_.resize(open_.back());
-    open_.pop_back();
-  }
-  void none() override {}
-  void boolean(bool) override {}
-  void integer(std::int64_t) override {}
-  void floating(double) override {}
-  void string(std::string_view) override {}
-  void dtype(c10::ScalarType) override {}
-  void repr(std::string_view) override {}
-
- private:
-  void at_argument(std::string_view kind, std::string_view key) {
-    location_.assign(trace_format::kInputs);
-    location_ += trace_format::kLocationSeparator;
-    location_ += kind;
-    location_ += trace_format::kLocationSeparator;
-    location_ += key;
-  }
-  void at_key(std::string_view key) {
-    location_.resize(open_.back());
-    location_ += trace_format::kLocationSeparator;
-    location_ += key;
-  }
-
-  std::string location_;
-  std::vector<std::size_t> open_;  // the location's length at each open sequence or mapping
-  Sink& sink_;
-};
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/nonfinite/values.hpp ----
-
-namespace tracetorch::detail {
-
-/// Follows one forward at a time, on the thread whose root call finds it free (other threads'
-/// calls run unwatched meanwhile), and stops looking once it has found something.
-class NonFiniteSentinel final : public CallObserver {
- public:
-  explicit NonFiniteSentinel(std::string root_name) : root_name_(std::move(root_name)) {}
-
-  bool on_enter(const Attachment& at, const CallArgs& args) override {
-    if (found_any_.load(std::memory_order_relaxed)) return false;
-    const auto me = std::this_thread::get_id();
-    if (owner_.load(std::memory_order_relaxed) != me && !(at.is_root && claim(me))) return false;
-    const bool outermost = depth_ == 0;
-    if (outermost) calls_.clear();
-    Frame& frame = push(at);
-    try {
-      frame.call = ++calls_[&at];
-      const auto keep = [&frame](const std::string& location, const torch::Tensor& tensor) {
-        frame.inputs.push_back({location, tensor, tensor.is_inference() ? -1 : static_cast<std::int64_t>(tensor._version())});
-      };
-      TensorLocations<decltype(keep)> inputs(trace_format::kInputs, keep);
-      args.visit(inputs);
-      if (outermost) check_root_inputs(frame);
-    } catch (...) {
-      pop();  // the call will not be followed: nothing of it stays
-      throw;
-    }
-    return true;
-  }
-
-  void on_exit(const Attachment&, const CallResult& result) override {
-    try {
-      if (!found_any_.load(std::memory_order_relaxed)) check_outputs(frames_[depth_ - 1], result);
-    } catch (...) {
-      pop();
-      throw;
-    }
-    pop();
-  }
-
-  void on_unwind(const Attachment&) noexcept override { pop(); }
-
-  /// What was found first since the start or the last clear().
-  std::optional<NonFinite> first() const {
-    const std::lock_guard lock(found_mutex_);
-    return found_;
-  }
-  /// Looks again from the next forward on.
-  void clear() {
-    const std::lock_guard lock(found_mutex_);
-    found_.reset();
-    found_any_.store(false);
-  }
-
-  /// The watch's end: no forward starts from now on, and one another thread is following ends
-  /// before this returns (the debugger session's close() says why this order is safe).
-  void close() noexcept {
-    closing_.store(true);
-    for (auto owner = owner_.load(); owner != std::thread::id() && owner != std::this_thread::get_id();
-         owner = owner_.load()) {
-      owner_.wait(owner);
-    }
-  }
-
- private:
-  struct Input {
-    std::string location;
-    torch::Tensor tensor;
-    std::int64_t version;  // -1: an inference tensor, which keeps no version
-  };
-  struct Frame {
-    std::string_view path;
-    int call = 0;
-    bool root = false;
-    std::vector<Input> inputs;  // kept between calls: their capacity is reused
-  };
-
-  bool claim(std::thread::id me) {
-    std::thread::id nobody;
-    if (!owner_.compare_exchange_strong(nobody, me)) return false;
-    if (!closing_.load()) return true;
-    release();
-    return false;
-  }
-  void release() noexcept {
-    owner_.store(std::thread::id());
-    owner_.notify_all();
-  }
-
-  Frame& push(const Attachment& at) {
-    if (depth_ == frames_.size()) frames_.emplace_back();
-    Frame& frame = frames_[depth_++];
-    frame.root = depth_ == 1;
-    frame.path = frame.root ? std::string_view(root_name_) : std::string_view(at.module_path);
-    return frame;
-  }
-  void pop() noexcept {
-    frames_[--depth_].inputs.clear();  // no tensor outlives its call here
-    if (depth_ == 0) release();
-  }
-
-  void check_root_inputs(const Frame& frame) {
-    for (const auto& input : frame.inputs) {
-      if (all_finite(input.tensor)) continue;
-      record(frame, input.location, input.tensor, true, {});
-      return;
-    }
-  }
-
-  void check_outputs(const Frame& frame, const CallResult& result) {
-    std::string location;
-    torch::Tensor bad;
-    const auto look = [&](const std::string& where, const torch::Tensor& tensor) {
-      if (bad.defined() || all_finite(tensor)) return;
-      bad = tensor;
-      location = where;
-    };
-    TensorLocations<decltype(look)> outputs(trace_format::kOutputs, look);
-    result.visit(outputs);
-    if (!bad.defined()) return;
-    std::vector<std::string> changed;
-    for (const auto& input : frame.inputs) {
-      if (input.version >= 0 && input.tensor._version() != input.version) {
-        changed.push_back(input.location);  // its values on entry are gone
-      } else if (!all_finite(input.tensor)) {
-        return;  // it came in: a call it came from, or the caller's own code, made it
-      }
-    }
-    record(frame, location, bad, false, std::move(changed));
-  }
-
-  void record(const Frame& frame, const std::string& location, const torch::Tensor& tensor, bool root_input,
-              std::vector<std::string> changed) {
-    NonFinite found{.module_path = std::string(frame.path), .call = frame.call, .location = location,
-                    .in_root_inputs = root_input, .changed_in_place = std::move(changed)};
-    count_nonfinite(tensor, found);
-    const std::lock_guard lock(found_mutex_);
-    found_ = std::move(found);
-    found_any_.store(true);
-  }
-
-  std::string root_name_;
-  std::atomic<std::thread::id> owner_{};
-  std::atomic<bool> closing_{false};
-  std::atomic<bool> found_any_{false};
-  mutable std::mutex found_mutex_;
-  std::optional<NonFinite> found_;
-  // The owner thread's alone.
-  std::vector<Frame> frames_;
-  std::size_t depth_ = 0;
-  std::unordered_map<const Attachment*, int> calls_;  // this forward's calls per module, as the debugger counts
-};
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/nonfinite/sentinel.hpp ----
-
-namespace tracetorch::detail {
-
-class NonFiniteWatch {
- public:
-  NonFiniteWatch(torch::nn::Module& model, std::string root_name) : sentinel_(root_name) {
-    attachments_.attach(model, root_name, sentinel_);
-  }
-  NonFiniteWatch(const NonFiniteWatch&) = delete;
-  NonFiniteWatch& operator=(const NonFiniteWatch&) = delete;
-  /// A forward another thread is following runs to its end before the attachments go.
-  ~NonFiniteWatch() {
-    sentinel_.close();
-    attachments_.detach();
-  }
-
-  std::optional<NonFinite> first() const { return sentinel_.first(); }
-  void clear() { sentinel_.clear(); }
-  const std::vector<std::string>& untraced() const noexcept { return attachments_.untraced(); }
-
- private:
-  NonFiniteSentinel sentinel_;  // declared first: it outlives its attachments
-  AttachmentSet attachments_;
-};
 
 /// An options struct whose `find_nonfinite` says where a call's finding goes (OutputOptions).
 template <class T>
@@ -1434,35 +970,43 @@ inline bool& nonfinite_running() {
   return running;
 }
 
-/// Runs `call` (the traced forward of `root` again) under a watch rooted at `root`; `found`
-/// is emptied first and holds the finding after, also where the call throws. `root` may be a
-/// module whose forward is const: attaching touches only its attachment list, which tracing
-/// owns, not what const promises of the module.
+/// Runs `call` (the traced forward of `root` again) under a sentinel rooted at `root`; `found`
+/// is emptied first and holds the finding after, also where the call throws.
+using NonFiniteRunner = void (*)(torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
+                                 const std::function<void()>& call);
+
+inline std::atomic<NonFiniteRunner>& nonfinite_runner() {
+  static std::atomic<NonFiniteRunner> runner{nullptr};
+  return runner;
+}
+
+/// `root` may be a module whose forward is const: the sentinel touches only its attachment
+/// list, which tracing owns, not what const promises of the module.
 template <class R, class Call>
 R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
                         Call&& call) {
-  found.reset();
+  const NonFiniteRunner runner = nonfinite_runner().load(std::memory_order_acquire);
+  if (runner == nullptr) {  // not reached where find_nonfinite's header is included
+    throw Error("tracetorch: find_nonfinite needs the sentinel: include <tracetorch/nonfinite.hpp> in one "
+                "translation unit of the program");
+  }
   struct Running {
     Running() { nonfinite_running() = true; }
     ~Running() { nonfinite_running() = false; }
   } running;
-  NonFiniteWatch watch(const_cast<torch::nn::Module&>(root), std::string(root_name));
-  struct Report {
-    NonFiniteWatch& watch;
-    std::optional<NonFinite>& found;
-    ~Report() {
-      try {
-        found = watch.first();
-      } catch (...) {  // only bad_alloc: `found` stays empty
-      }
-    }
-  } report{watch, found};
-  return call();
+  auto& module = const_cast<torch::nn::Module&>(root);
+  if constexpr (std::is_void_v<R>) {
+    runner(module, root_name, found, [&] { call(); });
+  } else {
+    std::optional<R> result;
+    runner(module, root_name, found, [&] { result.emplace(call()); });
+    return std::move(*result);
+  }
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/nonfinite/watch.hpp ----
-// ---- begin tracetorch/detail/program/replay_call.hpp ----
+// ---- end tracetorch/detail/module/nonfinite_request.hpp ----
+// ---- begin tracetorch/detail/module/replay_arguments.hpp ----
 /// \file
 /// Module replay's typed step: a call's recorded arguments (Python values) rebuilt into a
 /// forward's parameter types, and the forward run on them. traced.hpp's Traced classes, which
@@ -1475,7 +1019,7 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/program/keyword_assign.hpp ----
+// ---- begin tracetorch/detail/module/keyword_assign.hpp ----
 /// \file
 /// Setting a C++ value from a Python value: a keyword struct's field by its declared name
 /// (`--call use_cache=False`), a forward's argument rebuilt from a trace (module replay). The
@@ -1496,10 +1040,10 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
 #include <utility>
 #include <vector>
 
-// ---- begin tracetorch/detail/capture/output_option_names.hpp ----
+// ---- begin tracetorch/detail/module/output_option_names.hpp ----
 /// \file
 /// OutputOptions' keywords by name, set in one place for output_options(kwargs) (output.hpp)
-/// and for a trace program's `--call` and replay (program/keyword_assign.hpp). A template over
+/// and for a trace program's `--call` and replay (module/keyword_assign.hpp). A template over
 /// the options type: capture/output_options.hpp includes the module headers that include the
 /// program's.
 
@@ -1538,7 +1082,7 @@ bool set_output_option_named(Options& options, std::string_view name, AsBool&& a
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/capture/output_option_names.hpp ----
+// ---- end tracetorch/detail/module/output_option_names.hpp ----
 // ---- begin tracetorch/detail/module/keyword_fields.hpp ----
 /// \file
 /// How a keyword struct's fields are visited (tracetorch/keywords.hpp's TRACETORCH_KEYWORDS): a
@@ -1593,7 +1137,7 @@ void visit_keyword_field(Visit& visit, std::string_view name, const Field& field
     visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);          \
   }
 // ---- end tracetorch/detail/module/keyword_fields.hpp ----
-// ---- begin tracetorch/detail/program/python_value.hpp ----
+// ---- begin tracetorch/detail/module/python_value.hpp ----
 /// \file
 /// A Python value as a trace program or a replay hands it to a forward: a literal of the command
 /// line (`--call use_cache=False`), a repr recorded in a trace, or a tensor read from a file.
@@ -1980,7 +1524,7 @@ inline std::string python_string_repr(std::string_view text) {
 /// The one reader of Python literals (no LibTorch): None, True, False, integers (with `_`),
 /// floats, 'strings' and "strings" with Python's escapes, tuples, lists and dicts with string
 /// keys, nested up to 64 levels. `--call KEY=VALUE` and a trace's reprs read it into
-/// program/python_value.hpp's PythonValue, `set_config_field` into JSON (config/python_literal.hpp).
+/// module/python_value.hpp's PythonValue, `set_config_field` into JSON (config/python_literal.hpp).
 
 #include <cctype>
 #include <charconv>
@@ -2237,7 +1781,7 @@ inline PythonValue python_value_from_repr(std::string_view repr) {
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/program/python_value.hpp ----
+// ---- end tracetorch/detail/module/python_value.hpp ----
 
 namespace tracetorch::detail {
 
@@ -2493,7 +2037,7 @@ void assign_keyword(Pack& pack, std::string_view name, const PythonValue& value,
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/program/keyword_assign.hpp ----
+// ---- end tracetorch/detail/module/keyword_assign.hpp ----
 
 namespace tracetorch::detail {
 
@@ -2579,7 +2123,7 @@ void replay_forward_with(ReplayRequest& request, Run&& run) {
 }
 
 }  // namespace tracetorch::detail
-// ---- end tracetorch/detail/program/replay_call.hpp ----
+// ---- end tracetorch/detail/module/replay_arguments.hpp ----
 
 namespace tracetorch::detail {
 
@@ -3177,6 +2721,516 @@ constexpr int checked_recorder_index() {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/capture/record_index.hpp ----
+// ---- begin tracetorch/detail/nonfinite/watch.hpp ----
+/// \file
+/// A non-finite sentinel hung on a model's traced modules for as long as a watch lives: what
+/// the debugger's option, the standalone scope and a call's `find_nonfinite` option each hold.
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/module/attachments.hpp ----
+/// \file
+/// Hanging observers on module instances and taking them off again: shared by the debugger
+/// (every traced module) and output capture (the modules its recorders select).
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace tracetorch::detail {
+
+/// Containers have no forward of their own (Python's ModuleList is never called either), so
+/// they are not reported as untraced; their elements are checked on their own.
+inline bool is_container(const torch::nn::Module& module) noexcept {
+  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
+}
+
+/// A set of attachments owned together; removed, newest first, on destruction.
+class AttachmentSet {
+ public:
+  AttachmentSet() = default;
+  AttachmentSet(const AttachmentSet&) = delete;
+  AttachmentSet& operator=(const AttachmentSet&) = delete;
+  ~AttachmentSet() { detach(); }
+
+  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
+  /// Modules that are not traced (and not containers) are listed in untraced().
+  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
+    const auto named = root.named_modules("", /*include_self=*/true);
+    std::unique_lock lock(attachment_mutex());
+    attachments_.reserve(attachments_.size() + named.size());
+    for (const auto& item : named) {
+      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
+      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
+      if (traced == nullptr) {
+        if (!is_container(*item.value())) untraced_.push_back(path);
+        continue;
+      }
+      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
+    }
+  }
+
+  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
+  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
+    std::unique_lock lock(attachment_mutex());
+    add_locked(module, observer, std::move(module_path), false, false, tag);
+  }
+
+  void detach() noexcept {
+    std::unique_lock lock(attachment_mutex());
+    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
+      Attachment& at = **it;
+      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
+      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
+      if (head == &at) {
+        at.module->attachments_.store(at.next, std::memory_order_release);
+        continue;
+      }
+      for (Attachment* p = head; p != nullptr; p = p->next) {
+        if (p->next == &at) {
+          p->next = at.next;
+          break;
+        }
+      }
+    }
+    attachments_.clear();
+  }
+
+  bool empty() const noexcept { return attachments_.empty(); }
+  const std::vector<std::unique_ptr<Attachment>>& entries() const noexcept { return attachments_; }
+  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
+
+ private:
+  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
+                  bool has_children, std::size_t tag) {
+    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
+    at.observer = &observer;
+    at.module = &module;
+    at.module_path = std::move(module_path);
+    at.is_root = is_root;
+    at.has_children = has_children;
+    at.tag = tag;
+    at.next = module.attachments_.load(std::memory_order_acquire);
+    module.attachments_.store(&at, std::memory_order_release);
+  }
+
+  std::vector<std::unique_ptr<Attachment>> attachments_;
+  std::vector<std::string> untraced_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/module/attachments.hpp ----
+// ---- begin tracetorch/detail/nonfinite/sentinel.hpp ----
+/// \file
+/// The non-finite sentinel: an observer of every traced call that names the first call whose
+/// outputs hold NaN or Inf while its inputs were finite. One reduction per output tensor; a
+/// call's inputs are checked only once one of its outputs is not finite (their values are still
+/// those of the call's entry unless their version moved), the root's inputs on entry.
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/nonfinite/values.hpp ----
+/// \file
+/// The non-finite sentinel's view of a call's values: which tensors can hold NaN or Inf, where
+/// each one sits in the call (named as tracetorch-diff names it), the one reduction that says
+/// whether a tensor is finite, and the counting done only for the value that is not.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/trace_format/format.hpp ----
+/// \file
+/// The trace format of the model addition debugger, one owner for its names: the JSON keys of
+/// a call node and of a tensor record, the file names of a trace, the stems of its tensor files.
+
+#include <string>
+#include <string_view>
+
+namespace tracetorch::detail::trace_format {
+
+// A call node: {"module_path": ..., "inputs": {...}, "children": [...]} or, on a leaf, "outputs".
+inline constexpr char kModulePath[] = "module_path";
+inline constexpr char kInputs[] = "inputs";
+inline constexpr char kOutputs[] = "outputs";
+inline constexpr char kChildren[] = "children";
+
+// A call's inputs: {"args": [...], "kwargs": {...}}.
+inline constexpr char kArgs[] = "args";
+inline constexpr char kKwargs[] = "kwargs";
+
+// A tensor record: {"shape": "torch.Size([2, 7])", "dtype": "torch.float32", "value": ..., "mean": ...}.
+// "value" is "./<file>.safetensors" (use_repr=false) or the lines of print(tensor) (use_repr=true);
+// the _SUMMARY.json leaves it out.
+inline constexpr char kShape[] = "shape";
+inline constexpr char kDtype[] = "dtype";
+inline constexpr char kValue[] = "value";
+// The statistics of a floating tensor, each Python's repr of a 0-d tensor: "tensor(-5.1862e-03)".
+inline constexpr char kMean[] = "mean";
+inline constexpr char kStd[] = "std";
+inline constexpr char kMin[] = "min";
+inline constexpr char kMax[] = "max";
+inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
+inline constexpr char kShapePrefix[] = "torch.Size([";
+inline constexpr char kShapeSuffix[] = "])";
+inline constexpr char kDtypePrefix[] = "torch.";
+/// torch.complex32, torch.complex64, torch.complex128: compared part by part.
+inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
+
+// A value's place in its call, as the reader names it: "inputs.args.0", "inputs.kwargs.mask.1", "outputs".
+inline constexpr char kLocationSeparator = '.';
+
+// The files of a trace: <Root>_debug_tree_FULL_TENSORS.json, <Root>_debug_tree_SUMMARY.json and,
+// with use_repr=false, one <stem>.safetensors per tensor (the tensor under the key "data"),
+// named in the JSON as "./<stem>.safetensors".
+inline constexpr char kFullTensorsSuffix[] = "_debug_tree_FULL_TENSORS.json";
+inline constexpr char kSummarySuffix[] = "_debug_tree_SUMMARY.json";
+inline constexpr char kTensorFileExtension[] = ".safetensors";
+inline constexpr char kTensorFilePrefix[] = "./";
+inline constexpr char kTensorKey[] = "data";
+
+// A multi-rank trace (tensor parallelism): <debug_path>/rank_<r>/ holds rank r's trace and its
+// shard specs; rank 0 writes <debug_path>/tracetorch_ranks.json, the index of the ranks.
+inline constexpr char kRankDirectoryPrefix[] = "rank_";
+inline constexpr char kRankIndexFile[] = "tracetorch_ranks.json";
+inline constexpr char kShardSpecFile[] = "tracetorch_shards.json";
+
+// A tensor file's stem, transformers' naming: <module_path>[_call<N>]_inputs_args_0,
+// <module_path>_inputs_kwargs_<name>, <module_path>_outputs, then _<index> or _<key> per level.
+// The root's outputs are <Root>_outputs*, written as files but left out of the JSON.
+inline constexpr char kCallStem[] = "_call";
+inline constexpr char kInputsStem[] = "_inputs";
+inline constexpr char kOutputsStem[] = "_outputs";
+inline constexpr char kArgsStem[] = "_args_";
+inline constexpr char kKwargsStem[] = "_kwargs_";
+inline constexpr char kStemSeparator = '_';
+
+inline std::string full_tensors_file_name(std::string_view root) { return std::string(root) + kFullTensorsSuffix; }
+inline std::string summary_file_name(std::string_view root) { return std::string(root) + kSummarySuffix; }
+
+/// "./<stem>.safetensors" -> "<stem>.safetensors": the file's name in the trace directory.
+inline std::string_view tensor_file_name(std::string_view value) {
+  return value.starts_with(kTensorFilePrefix) ? value.substr(std::string_view(kTensorFilePrefix).size()) : value;
+}
+
+}  // namespace tracetorch::detail::trace_format
+// ---- end tracetorch/detail/trace_format/format.hpp ----
+
+namespace tracetorch::detail {
+
+/// Floating and complex tensors with elements: the only ones that can hold NaN or Inf.
+inline bool may_be_nonfinite(const torch::Tensor& tensor) {
+  return tensor.defined() && tensor.layout() == torch::kStrided && !tensor.is_meta() &&
+         (tensor.is_floating_point() || tensor.is_complex()) && tensor.numel() > 0;
+}
+
+/// The sentinel's one reduction per value.
+inline bool all_finite(const torch::Tensor& tensor) {
+  const torch::NoGradGuard no_grad;
+  return torch::isfinite(tensor).all().item<bool>();
+}
+
+/// Counts NaN, +Inf and -Inf into `found`; a complex tensor part by part.
+inline void count_nonfinite(const torch::Tensor& tensor, NonFinite& found) {
+  const torch::NoGradGuard no_grad;
+  const torch::Tensor parts = tensor.is_complex() ? torch::view_as_real(tensor.resolve_conj()) : tensor;
+  found.nan = torch::isnan(parts).sum().item<std::int64_t>();
+  found.positive_inf = torch::isposinf(parts).sum().item<std::int64_t>();
+  found.negative_inf = torch::isneginf(parts).sum().item<std::int64_t>();
+  found.elements = parts.numel();
+}
+
+/// Walks a call's arguments or result and hands `sink(location, tensor)` each tensor that
+/// may_be_nonfinite, located as the trace reader locates values: `inputs.args.0`,
+/// `inputs.kwargs.mask.1`, `outputs`, `outputs.last_hidden_state`.
+template <class Sink>
+class TensorLocations final : public ArgumentVisitor {
+ public:
+  /// `base`: the location of a result (`outputs`); arguments set their own as they come.
+  TensorLocations(std::string base, Sink& sink) : location_(std::move(base)), sink_(sink) {}
+
+  void positional(std::size_t index) override { at_argument(trace_format::kArgs, std::to_string(index)); }
+  void keyword(std::string_view name) override { at_argument(trace_format::kKwargs, name); }
+  void tensor(const torch::Tensor& value) override {
+    if (may_be_nonfinite(value)) sink_(location_, value);
+  }
+  void begin_sequence() override { open_.push_back(location_.size()); }
+  void begin_mapping() override { open_.push_back(location_.size()); }
+  void element(std::size_t index) override { at_key(std::to_string(index)); }
+  void entry(std::string_view key) override { at_key(key); }
+  void end() override {
+    location_.resize(open_.back());
+    open_.pop_back();
+  }
+  void none() override {}
+  void boolean(bool) override {}
+  void integer(std::int64_t) override {}
+  void floating(double) override {}
+  void string(std::string_view) override {}
+  void dtype(c10::ScalarType) override {}
+  void repr(std::string_view) override {}
+
+ private:
+  void at_argument(std::string_view kind, std::string_view key) {
+    location_.assign(trace_format::kInputs);
+    location_ += trace_format::kLocationSeparator;
+    location_ += kind;
+    location_ += trace_format::kLocationSeparator;
+    location_ += key;
+  }
+  void at_key(std::string_view key) {
+    location_.resize(open_.back());
+    location_ += trace_format::kLocationSeparator;
+    location_ += key;
+  }
+
+  std::string location_;
+  std::vector<std::size_t> open_;  // the location's length at each open sequence or mapping
+  Sink& sink_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/nonfinite/values.hpp ----
+
+namespace tracetorch::detail {
+
+/// Follows one forward at a time, on the thread whose root call finds it free (other threads'
+/// calls run unwatched meanwhile), and stops looking once it has found something.
+class NonFiniteSentinel final : public CallObserver {
+ public:
+  explicit NonFiniteSentinel(std::string root_name) : root_name_(std::move(root_name)) {}
+
+  bool on_enter(const Attachment& at, const CallArgs& args) override {
+    if (found_any_.load(std::memory_order_relaxed)) return false;
+    const auto me = std::this_thread::get_id();
+    if (owner_.load(std::memory_order_relaxed) != me && !(at.is_root && claim(me))) return false;
+    const bool outermost = depth_ == 0;
+    if (outermost) calls_.clear();
+    Frame& frame = push(at);
+    try {
+      frame.call = ++calls_[&at];
+      const auto keep = [&frame](const std::string& location, const torch::Tensor& tensor) {
+        frame.inputs.push_back({location, tensor, tensor.is_inference() ? -1 : static_cast<std::int64_t>(tensor._version())});
+      };
+      TensorLocations<decltype(keep)> inputs(trace_format::kInputs, keep);
+      args.visit(inputs);
+      if (outermost) check_root_inputs(frame);
+    } catch (...) {
+      pop();  // the call will not be followed: nothing of it stays
+      throw;
+    }
+    return true;
+  }
+
+  void on_exit(const Attachment&, const CallResult& result) override {
+    try {
+      if (!found_any_.load(std::memory_order_relaxed)) check_outputs(frames_[depth_ - 1], result);
+    } catch (...) {
+      pop();
+      throw;
+    }
+    pop();
+  }
+
+  void on_unwind(const Attachment&) noexcept override { pop(); }
+
+  /// What was found first since the start or the last clear().
+  std::optional<NonFinite> first() const {
+    const std::lock_guard lock(found_mutex_);
+    return found_;
+  }
+  /// Looks again from the next forward on.
+  void clear() {
+    const std::lock_guard lock(found_mutex_);
+    found_.reset();
+    found_any_.store(false);
+  }
+
+  /// The watch's end: no forward starts from now on, and one another thread is following ends
+  /// before this returns (the debugger session's close() says why this order is safe).
+  void close() noexcept {
+    closing_.store(true);
+    for (auto owner = owner_.load(); owner != std::thread::id() && owner != std::this_thread::get_id();
+         owner = owner_.load()) {
+      owner_.wait(owner);
+    }
+  }
+
+ private:
+  struct Input {
+    std::string location;
+    torch::Tensor tensor;
+    std::int64_t version;  // -1: an inference tensor, which keeps no version
+  };
+  struct Frame {
+    std::string_view path;
+    int call = 0;
+    bool root = false;
+    std::vector<Input> inputs;  // kept between calls: their capacity is reused
+  };
+
+  bool claim(std::thread::id me) {
+    std::thread::id nobody;
+    if (!owner_.compare_exchange_strong(nobody, me)) return false;
+    if (!closing_.load()) return true;
+    release();
+    return false;
+  }
+  void release() noexcept {
+    owner_.store(std::thread::id());
+    owner_.notify_all();
+  }
+
+  Frame& push(const Attachment& at) {
+    if (depth_ == frames_.size()) frames_.emplace_back();
+    Frame& frame = frames_[depth_++];
+    frame.root = depth_ == 1;
+    frame.path = frame.root ? std::string_view(root_name_) : std::string_view(at.module_path);
+    return frame;
+  }
+  void pop() noexcept {
+    frames_[--depth_].inputs.clear();  // no tensor outlives its call here
+    if (depth_ == 0) release();
+  }
+
+  void check_root_inputs(const Frame& frame) {
+    for (const auto& input : frame.inputs) {
+      if (all_finite(input.tensor)) continue;
+      record(frame, input.location, input.tensor, true, {});
+      return;
+    }
+  }
+
+  void check_outputs(const Frame& frame, const CallResult& result) {
+    std::string location;
+    torch::Tensor bad;
+    const auto look = [&](const std::string& where, const torch::Tensor& tensor) {
+      if (bad.defined() || all_finite(tensor)) return;
+      bad = tensor;
+      location = where;
+    };
+    TensorLocations<decltype(look)> outputs(trace_format::kOutputs, look);
+    result.visit(outputs);
+    if (!bad.defined()) return;
+    std::vector<std::string> changed;
+    for (const auto& input : frame.inputs) {
+      if (input.version >= 0 && input.tensor._version() != input.version) {
+        changed.push_back(input.location);  // its values on entry are gone
+      } else if (!all_finite(input.tensor)) {
+        return;  // it came in: a call it came from, or the caller's own code, made it
+      }
+    }
+    record(frame, location, bad, false, std::move(changed));
+  }
+
+  void record(const Frame& frame, const std::string& location, const torch::Tensor& tensor, bool root_input,
+              std::vector<std::string> changed) {
+    NonFinite found{.module_path = std::string(frame.path), .call = frame.call, .location = location,
+                    .in_root_inputs = root_input, .changed_in_place = std::move(changed)};
+    count_nonfinite(tensor, found);
+    const std::lock_guard lock(found_mutex_);
+    found_ = std::move(found);
+    found_any_.store(true);
+  }
+
+  std::string root_name_;
+  std::atomic<std::thread::id> owner_{};
+  std::atomic<bool> closing_{false};
+  std::atomic<bool> found_any_{false};
+  mutable std::mutex found_mutex_;
+  std::optional<NonFinite> found_;
+  // The owner thread's alone.
+  std::vector<Frame> frames_;
+  std::size_t depth_ = 0;
+  std::unordered_map<const Attachment*, int> calls_;  // this forward's calls per module, as the debugger counts
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/nonfinite/sentinel.hpp ----
+
+namespace tracetorch::detail {
+
+class NonFiniteWatch {
+ public:
+  NonFiniteWatch(torch::nn::Module& model, std::string root_name) : sentinel_(root_name) {
+    attachments_.attach(model, root_name, sentinel_);
+  }
+  NonFiniteWatch(const NonFiniteWatch&) = delete;
+  NonFiniteWatch& operator=(const NonFiniteWatch&) = delete;
+  /// A forward another thread is following runs to its end before the attachments go.
+  ~NonFiniteWatch() {
+    sentinel_.close();
+    attachments_.detach();
+  }
+
+  std::optional<NonFinite> first() const { return sentinel_.first(); }
+  void clear() { sentinel_.clear(); }
+  const std::vector<std::string>& untraced() const noexcept { return attachments_.untraced(); }
+
+ private:
+  NonFiniteSentinel sentinel_;  // declared first: it outlives its attachments
+  AttachmentSet attachments_;
+};
+
+/// The sentinel's side of a call's `find_nonfinite` (detail/module/nonfinite_request.hpp):
+/// `call` runs under a watch rooted at `root`, and `found` holds the finding after, also where
+/// the call throws.
+inline void run_watched_call(torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
+                             const std::function<void()>& call) {
+  found.reset();
+  NonFiniteWatch watch(root, std::string(root_name));
+  struct Report {
+    NonFiniteWatch& watch;
+    std::optional<NonFinite>& found;
+    ~Report() {
+      try {
+        found = watch.first();
+      } catch (...) {  // only bad_alloc: `found` stays empty
+      }
+    }
+  } report{watch, found};
+  call();
+}
+
+// Every translation unit that can see the option serves it (as debugger.hpp does debug_io).
+[[maybe_unused]] static const bool nonfinite_runner_set = (nonfinite_runner().store(&run_watched_call), true);
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/nonfinite/watch.hpp ----
 
 namespace tracetorch {
 

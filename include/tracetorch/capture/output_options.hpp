@@ -22,6 +22,7 @@
 #include "tracetorch/detail/capture/record_index.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/nonfinite/finding.hpp"
+#include "tracetorch/detail/nonfinite/watch.hpp"  // serves find_nonfinite wherever it can be set
 
 namespace tracetorch {
 

@@ -22,7 +22,7 @@ namespace tracetorch::detail {
 
 class CallObserver;
 class TracedModuleBase;
-struct ReplayRequest;  // detail/program/replay_call.hpp
+struct ReplayRequest;  // detail/module/replay_arguments.hpp
 
 /// One observer attached to one module instance. A module's attachments form a singly linked
 /// list, newest first, so nested scopes attach and detach like a stack. The list is changed and

@@ -14,8 +14,8 @@
 
 #include "tracetorch/detail/module/call.hpp"
 #include "tracetorch/detail/module/debug_io.hpp"
-#include "tracetorch/detail/nonfinite/watch.hpp"
-#include "tracetorch/detail/program/replay_call.hpp"
+#include "tracetorch/detail/module/nonfinite_request.hpp"
+#include "tracetorch/detail/module/replay_arguments.hpp"
 
 namespace tracetorch::detail {
 

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "tracetorch/detail/module/attachments.hpp"
+#include "tracetorch/detail/module/nonfinite_request.hpp"
 #include "tracetorch/nonfinite/finding.hpp"
 #include "tracetorch/detail/nonfinite/sentinel.hpp"
 
@@ -40,48 +42,13 @@ class NonFiniteWatch {
   AttachmentSet attachments_;
 };
 
-/// An options struct whose `find_nonfinite` says where a call's finding goes (OutputOptions).
-template <class T>
-concept has_nonfinite_keyword = requires(const T& options) {
-  { options.find_nonfinite } -> std::convertible_to<std::optional<NonFinite>*>;
-};
-
-template <class... A>
-inline constexpr bool any_nonfinite_keywords = (has_nonfinite_keyword<std::remove_cvref_t<A>> || ...);
-
-/// The first `find_nonfinite` the call's arguments set, else null.
-template <class... A>
-std::optional<NonFinite>* nonfinite_request(const A&... args) {
-  std::optional<NonFinite>* request = nullptr;
-  const auto look = [&](const auto& arg) {
-    if constexpr (has_nonfinite_keyword<std::remove_cvref_t<decltype(arg)>>) {
-      if (request == nullptr) request = arg.find_nonfinite;
-    }
-  };
-  (look(args), ...);
-  return request;
-}
-
-/// True on a thread while a call asked for find_nonfinite runs: its own traced forward, entered
-/// again under the watch, and sub-models given the same options do not start another.
-inline bool& nonfinite_running() {
-  thread_local bool running = false;
-  return running;
-}
-
-/// Runs `call` (the traced forward of `root` again) under a watch rooted at `root`; `found`
-/// is emptied first and holds the finding after, also where the call throws. `root` may be a
-/// module whose forward is const: attaching touches only its attachment list, which tracing
-/// owns, not what const promises of the module.
-template <class R, class Call>
-R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
-                        Call&& call) {
+/// The sentinel's side of a call's `find_nonfinite` (detail/module/nonfinite_request.hpp):
+/// `call` runs under a watch rooted at `root`, and `found` holds the finding after, also where
+/// the call throws.
+inline void run_watched_call(torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
+                             const std::function<void()>& call) {
   found.reset();
-  struct Running {
-    Running() { nonfinite_running() = true; }
-    ~Running() { nonfinite_running() = false; }
-  } running;
-  NonFiniteWatch watch(const_cast<torch::nn::Module&>(root), std::string(root_name));
+  NonFiniteWatch watch(root, std::string(root_name));
   struct Report {
     NonFiniteWatch& watch;
     std::optional<NonFinite>& found;
@@ -92,7 +59,10 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
       }
     }
   } report{watch, found};
-  return call();
+  call();
 }
+
+// Every translation unit that can see the option serves it (as debugger.hpp does debug_io).
+[[maybe_unused]] static const bool nonfinite_runner_set = (nonfinite_runner().store(&run_watched_call), true);
 
 }  // namespace tracetorch::detail

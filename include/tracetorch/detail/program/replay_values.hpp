@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "tracetorch/detail/debugger/call_json.hpp"
-#include "tracetorch/detail/program/replay_call.hpp"
+#include "tracetorch/detail/module/replay_arguments.hpp"
 #include "tracetorch/detail/trace_format/reader.hpp"
 #include "tracetorch/detail/trace_format/tensor_files.hpp"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tracetorch/detail/module/holder.hpp"
-#include "tracetorch/detail/program/keyword_assign.hpp"
+#include "tracetorch/detail/module/keyword_assign.hpp"
 
 namespace tracetorch::detail {
 

@@ -3,7 +3,7 @@
 /// The one reader of Python literals (no LibTorch): None, True, False, integers (with `_`),
 /// floats, 'strings' and "strings" with Python's escapes, tuples, lists and dicts with string
 /// keys, nested up to 64 levels. `--call KEY=VALUE` and a trace's reprs read it into
-/// program/python_value.hpp's PythonValue, `set_config_field` into JSON (config/python_literal.hpp).
+/// module/python_value.hpp's PythonValue, `set_config_field` into JSON (config/python_literal.hpp).
 
 #include <cctype>
 #include <charconv>

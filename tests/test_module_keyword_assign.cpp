@@ -1,4 +1,4 @@
-// detail/program/keyword_assign.hpp and python_value.hpp: a keyword struct's field set by name
+// detail/module/keyword_assign.hpp and python_value.hpp: a keyword struct's field set by name
 // from a Python literal or a tensor; unknown names and wrong types refused with the names listed.
 
 #include <doctest/doctest.h>
@@ -7,7 +7,7 @@
 #include <tracetorch/capture.hpp>
 #include <tracetorch/output.hpp>
 
-#include "tracetorch/detail/program/keyword_assign.hpp"
+#include "tracetorch/detail/module/keyword_assign.hpp"
 
 #include <string>
 #include <tuple>

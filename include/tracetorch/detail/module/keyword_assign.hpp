@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "tracetorch/error.hpp"
-#include "tracetorch/detail/capture/output_option_names.hpp"
+#include "tracetorch/detail/module/output_option_names.hpp"
 #include "tracetorch/detail/module/keyword_fields.hpp"
 #include "tracetorch/detail/module/serialize.hpp"
-#include "tracetorch/detail/program/python_value.hpp"
+#include "tracetorch/detail/module/python_value.hpp"
 
 namespace tracetorch::detail {
 

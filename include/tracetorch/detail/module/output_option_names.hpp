@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// OutputOptions' keywords by name, set in one place for output_options(kwargs) (output.hpp)
-/// and for a trace program's `--call` and replay (program/keyword_assign.hpp). A template over
+/// and for a trace program's `--call` and replay (module/keyword_assign.hpp). A template over
 /// the options type: capture/output_options.hpp includes the module headers that include the
 /// program's.
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "tracetorch/detail/program/keyword_assign.hpp"
+#include "tracetorch/detail/module/keyword_assign.hpp"
 
 namespace tracetorch::detail {
 
