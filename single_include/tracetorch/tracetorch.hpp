@@ -771,6 +771,45 @@ template <class R, class Call, class... A>
 #include <type_traits>
 #include <utility>
 
+// ---- begin tracetorch/detail/module/call_runner.hpp ----
+/// \file
+/// What the call features a traced forward hands itself to (debug_io.hpp, nonfinite_request.hpp)
+/// share: a thread's flag that says the call already runs under one, and the call's result
+/// carried through a runner reached by a function pointer, which takes it as std::function<void()>.
+
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace tracetorch::detail {
+
+/// Sets a thread's `flag` while it lives: the forward, entered again under the runner, and
+/// sub-models given the same options do not start another.
+class FlagWhileRunning {
+ public:
+  explicit FlagWhileRunning(bool& flag) noexcept : flag_(flag) { flag_ = true; }
+  FlagWhileRunning(const FlagWhileRunning&) = delete;
+  FlagWhileRunning& operator=(const FlagWhileRunning&) = delete;
+  ~FlagWhileRunning() { flag_ = false; }
+
+ private:
+  bool& flag_;
+};
+
+/// `call()`'s result, `call` run by `run(std::function<void()>)`.
+template <class R, class Run, class Call>
+R result_through(Run&& run, Call&& call) {
+  if constexpr (std::is_void_v<R>) {
+    run([&] { call(); });
+  } else {
+    std::optional<R> result;
+    run([&] { result.emplace(call()); });
+    return std::move(*result);
+  }
+}
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/module/call_runner.hpp ----
 
 namespace tracetorch::detail {
 
@@ -833,17 +872,8 @@ R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const D
     throw Error("tracetorch: debug_io=true needs the debugger: include <tracetorch/debugger.hpp> (or "
                 "<tracetorch/tracetorch.hpp>) in one translation unit of the program");
   }
-  struct Running {
-    Running() { debug_io_running() = true; }
-    ~Running() { debug_io_running() = false; }
-  } running;
-  if constexpr (std::is_void_v<R>) {
-    runner(root, root_name, request, [&] { call(); });
-  } else {
-    std::optional<R> result;
-    runner(root, root_name, request, [&] { result.emplace(call()); });
-    return std::move(*result);
-  }
+  const FlagWhileRunning running(debug_io_running());
+  return result_through<R>([&](const std::function<void()>& run) { runner(root, root_name, request, run); }, call);
 }
 
 }  // namespace tracetorch::detail
@@ -990,18 +1020,9 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
     throw Error("tracetorch: find_nonfinite needs the sentinel: include <tracetorch/nonfinite.hpp> in one "
                 "translation unit of the program");
   }
-  struct Running {
-    Running() { nonfinite_running() = true; }
-    ~Running() { nonfinite_running() = false; }
-  } running;
+  const FlagWhileRunning running(nonfinite_running());
   auto& module = const_cast<torch::nn::Module&>(root);
-  if constexpr (std::is_void_v<R>) {
-    runner(module, root_name, found, [&] { call(); });
-  } else {
-    std::optional<R> result;
-    runner(module, root_name, found, [&] { result.emplace(call()); });
-    return std::move(*result);
-  }
+  return result_through<R>([&](const std::function<void()>& run) { runner(module, root_name, found, run); }, call);
 }
 
 }  // namespace tracetorch::detail

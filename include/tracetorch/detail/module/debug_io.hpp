@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "tracetorch/error.hpp"
+#include "tracetorch/detail/module/call_runner.hpp"
 
 namespace tracetorch::detail {
 
@@ -79,17 +80,8 @@ R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const D
     throw Error("tracetorch: debug_io=true needs the debugger: include <tracetorch/debugger.hpp> (or "
                 "<tracetorch/tracetorch.hpp>) in one translation unit of the program");
   }
-  struct Running {
-    Running() { debug_io_running() = true; }
-    ~Running() { debug_io_running() = false; }
-  } running;
-  if constexpr (std::is_void_v<R>) {
-    runner(root, root_name, request, [&] { call(); });
-  } else {
-    std::optional<R> result;
-    runner(root, root_name, request, [&] { result.emplace(call()); });
-    return std::move(*result);
-  }
+  const FlagWhileRunning running(debug_io_running());
+  return result_through<R>([&](const std::function<void()>& run) { runner(root, root_name, request, run); }, call);
 }
 
 }  // namespace tracetorch::detail

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "tracetorch/error.hpp"
+#include "tracetorch/detail/module/call_runner.hpp"
 #include "tracetorch/nonfinite/finding.hpp"
 
 namespace tracetorch::detail {
@@ -69,18 +70,9 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
     throw Error("tracetorch: find_nonfinite needs the sentinel: include <tracetorch/nonfinite.hpp> in one "
                 "translation unit of the program");
   }
-  struct Running {
-    Running() { nonfinite_running() = true; }
-    ~Running() { nonfinite_running() = false; }
-  } running;
+  const FlagWhileRunning running(nonfinite_running());
   auto& module = const_cast<torch::nn::Module&>(root);
-  if constexpr (std::is_void_v<R>) {
-    runner(module, root_name, found, [&] { call(); });
-  } else {
-    std::optional<R> result;
-    runner(module, root_name, found, [&] { result.emplace(call()); });
-    return std::move(*result);
-  }
+  return result_through<R>([&](const std::function<void()>& run) { runner(module, root_name, found, run); }, call);
 }
 
 }  // namespace tracetorch::detail
