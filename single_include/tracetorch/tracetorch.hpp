@@ -163,6 +163,8 @@ inline std::string tracetorch_repr(const DynamicCache& cache) {
 /// resolves against the model's config: one owner for the options and their defaults.
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -882,8 +884,9 @@ R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const D
 /// \file
 /// A call that asks for the non-finite sentinel through its options (`find_nonfinite`, as
 /// OutputOptions has it): what a traced forward needs to notice the request. The sentinel is
-/// reached through a pointer that detail/nonfinite/watch.hpp sets (every header that declares
-/// the option includes it), so module code does not depend on the sentinel's.
+/// reached through a pointer that setting the option sets (tracetorch::NonFiniteTarget), so
+/// module code does not depend on the sentinel's, and a model's translation unit does not
+/// compile it.
 
 #include <torch/torch.h>
 
@@ -1016,9 +1019,9 @@ template <class R, class Call>
 R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
                         Call&& call) {
   const NonFiniteRunner runner = nonfinite_runner().load(std::memory_order_acquire);
-  if (runner == nullptr) {  // not reached where find_nonfinite's header is included
-    throw Error("tracetorch: find_nonfinite needs the sentinel: include <tracetorch/nonfinite.hpp> in one "
-                "translation unit of the program");
+  if (runner == nullptr) {  // a target is set only through the constructor that sets the runner
+    throw Error("tracetorch: find_nonfinite is set but the sentinel does not serve it (a NonFiniteTarget "
+                "made without its constructor)");
   }
   const FlagWhileRunning running(nonfinite_running());
   auto& module = const_cast<torch::nn::Module&>(root);
@@ -3247,9 +3250,6 @@ inline void run_watched_call(torch::nn::Module& root, std::string_view root_name
   call();
 }
 
-// Every translation unit that can see the option serves it (as debugger.hpp does debug_io).
-[[maybe_unused]] static const bool nonfinite_runner_set = (nonfinite_runner().store(&run_watched_call), true);
-
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/nonfinite/watch.hpp ----
 
@@ -3364,6 +3364,24 @@ class LayerSelection {
   bool listed_ = false;
 };
 
+/// Where a call's non-finite finding goes: `OutputOptions{.find_nonfinite = &found}`, with
+/// `std::optional<tracetorch::NonFinite> found`. Setting it is what makes the sentinel serve the
+/// call: only code that sets the option compiles the sentinel, not every translation unit that
+/// sees OutputOptions (a model's, whose compile cost docs/performance.md measures).
+class NonFiniteTarget {
+ public:
+  constexpr NonFiniteTarget() noexcept = default;
+  constexpr NonFiniteTarget(std::nullptr_t) noexcept {}
+  NonFiniteTarget(std::optional<NonFinite>* found) noexcept : found_(found) {
+    detail::nonfinite_runner().store(&detail::run_watched_call, std::memory_order_release);
+  }
+  /// The finding's place, or null where the option is not set.
+  operator std::optional<NonFinite>*() const noexcept { return found_; }
+
+ private:
+  std::optional<NonFinite>* found_ = nullptr;
+};
+
 /// What a caller asks of a forward, as transformers' keyword arguments; unset means "ask the
 /// model's config" (a `config` member with the same names), else false.
 struct OutputOptions {
@@ -3385,7 +3403,7 @@ struct OutputOptions {
   /// is emptied, then holds the first module call whose outputs held NaN or Inf while its inputs
   /// were finite. As debug_io, read by the traced forward that takes these options; not a
   /// keyword of the trace.
-  std::optional<NonFinite>* find_nonfinite = nullptr;
+  NonFiniteTarget find_nonfinite;
   /// The order the caller passed the options in, as Python's kwargs dict keeps it (names such as
   /// "output_attentions", "output_router_logits"): `tracetorch::output_options(kwargs)` fills it.
   /// A trace records these first, in this order, then any other option set, in declaration order.

@@ -4,6 +4,8 @@
 /// resolves against the model's config: one owner for the options and their defaults.
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -22,7 +24,7 @@
 #include "tracetorch/detail/capture/record_index.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/nonfinite/finding.hpp"
-#include "tracetorch/detail/nonfinite/watch.hpp"  // serves find_nonfinite wherever it can be set
+#include "tracetorch/detail/nonfinite/watch.hpp"  // serves find_nonfinite where a caller sets it
 
 namespace tracetorch {
 
@@ -135,6 +137,24 @@ class LayerSelection {
   bool listed_ = false;
 };
 
+/// Where a call's non-finite finding goes: `OutputOptions{.find_nonfinite = &found}`, with
+/// `std::optional<tracetorch::NonFinite> found`. Setting it is what makes the sentinel serve the
+/// call: only code that sets the option compiles the sentinel, not every translation unit that
+/// sees OutputOptions (a model's, whose compile cost docs/performance.md measures).
+class NonFiniteTarget {
+ public:
+  constexpr NonFiniteTarget() noexcept = default;
+  constexpr NonFiniteTarget(std::nullptr_t) noexcept {}
+  NonFiniteTarget(std::optional<NonFinite>* found) noexcept : found_(found) {
+    detail::nonfinite_runner().store(&detail::run_watched_call, std::memory_order_release);
+  }
+  /// The finding's place, or null where the option is not set.
+  operator std::optional<NonFinite>*() const noexcept { return found_; }
+
+ private:
+  std::optional<NonFinite>* found_ = nullptr;
+};
+
 /// What a caller asks of a forward, as transformers' keyword arguments; unset means "ask the
 /// model's config" (a `config` member with the same names), else false.
 struct OutputOptions {
@@ -156,7 +176,7 @@ struct OutputOptions {
   /// is emptied, then holds the first module call whose outputs held NaN or Inf while its inputs
   /// were finite. As debug_io, read by the traced forward that takes these options; not a
   /// keyword of the trace.
-  std::optional<NonFinite>* find_nonfinite = nullptr;
+  NonFiniteTarget find_nonfinite;
   /// The order the caller passed the options in, as Python's kwargs dict keeps it (names such as
   /// "output_attentions", "output_router_logits"): `tracetorch::output_options(kwargs)` fills it.
   /// A trace records these first, in this order, then any other option set, in declaration order.

@@ -2,8 +2,9 @@
 /// \file
 /// A call that asks for the non-finite sentinel through its options (`find_nonfinite`, as
 /// OutputOptions has it): what a traced forward needs to notice the request. The sentinel is
-/// reached through a pointer that detail/nonfinite/watch.hpp sets (every header that declares
-/// the option includes it), so module code does not depend on the sentinel's.
+/// reached through a pointer that setting the option sets (tracetorch::NonFiniteTarget), so
+/// module code does not depend on the sentinel's, and a model's translation unit does not
+/// compile it.
 
 #include <torch/torch.h>
 
@@ -66,9 +67,9 @@ template <class R, class Call>
 R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
                         Call&& call) {
   const NonFiniteRunner runner = nonfinite_runner().load(std::memory_order_acquire);
-  if (runner == nullptr) {  // not reached where find_nonfinite's header is included
-    throw Error("tracetorch: find_nonfinite needs the sentinel: include <tracetorch/nonfinite.hpp> in one "
-                "translation unit of the program");
+  if (runner == nullptr) {  // a target is set only through the constructor that sets the runner
+    throw Error("tracetorch: find_nonfinite is set but the sentinel does not serve it (a NonFiniteTarget "
+                "made without its constructor)");
   }
   const FlagWhileRunning running(nonfinite_running());
   auto& module = const_cast<torch::nn::Module&>(root);

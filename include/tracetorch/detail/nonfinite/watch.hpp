@@ -62,7 +62,4 @@ inline void run_watched_call(torch::nn::Module& root, std::string_view root_name
   call();
 }
 
-// Every translation unit that can see the option serves it (as debugger.hpp does debug_io).
-[[maybe_unused]] static const bool nonfinite_runner_set = (nonfinite_runner().store(&run_watched_call), true);
-
 }  // namespace tracetorch::detail
