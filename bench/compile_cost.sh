@@ -6,8 +6,8 @@
 # includes model code needs) with the same model in plain LibTorch (bench/plain_llama.cpp);
 # the TRACETORCH_DISABLE row is the annotated one with tracing compiled out (headers only).
 # Times on a shared VM move by tens of percent from run to run, so each row also gives the
-# fastest run and the compiler's own count of the memory it allocated (GCC's -ftime-report
-# "TOTAL"; one more, untimed compile): that figure is the same at every run, grows with the
+# fastest run and the compiler's own count of the memory it allocated (GCC's -fmem-report
+# "Total"; one more, untimed compile): that figure is the same at every run, grows with the
 # parsing and instantiating a translation unit asks for, and shows a change that the times hide.
 #   bench/compile_cost.sh [N]        (run from the repository root; default N=3)
 #   bench/compile_cost.sh --memory-only   (GCC's memory counts alone, no timed runs: the one figure
@@ -49,9 +49,12 @@ median() {  # median of the times recorded for $1
 }
 fastest() { [[ -n ${times[$1]-} ]] || { echo 0; return; }; printf '%s\n' ${times[$1]} | sort -g | head -1; }
 declare -A memory
-for i in "${!names[@]}"; do  # GCC's allocated memory in MB, deterministic
-  memory[${names[$i]}]=$("$cxx" "${flags[@]}" ${extra[$i]} -ftime-report -c "${sources[$i]}" -o "$work/out.o" 2>&1 |
-                         awk '/^ TOTAL/ {print $NF + 0}')
+# GCC's garbage-collected allocations in MB (-fmem-report's "Total"), the same at every run.
+# -ftime-report's TOTAL, used before 2026-11-28, makes GCC 12.2 fail with an internal compiler
+# error (timevar.cc:453) on the TRACETORCH_DISABLE row, and `set -e` then ended the script.
+for i in "${!names[@]}"; do
+  memory[${names[$i]}]=$("$cxx" "${flags[@]}" ${extra[$i]} -fmem-report -c "${sources[$i]}" -o "$work/out.o" 2>&1 |
+                         awk '$1 == "Total" && $2 ~ /M$/ && !found {print $2 + 0; found = 1}')
 done
 ratio() { if [[ $(echo "$2 == 0" | bc) == 1 ]]; then echo 0; else echo "$1 / $2" | bc -l; fi; }
 row() {  # row LABEL NAME BASE_NAME
