@@ -29,6 +29,12 @@ struct DivideInPlaceImpl : torch::nn::Module {
 };
 TRACEABLE(DivideInPlace);
 
+/// x * 1e38: finite where |x| < 3.4, +Inf or -Inf beyond.
+struct ScaleUpImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor& x) { return x * 1e38; }
+};
+TRACEABLE(ScaleUp);
+
 struct ToyOutput {
   torch::Tensor last_hidden_state;
   torch::Tensor scaled;
@@ -149,6 +155,24 @@ DOCTEST_TEST_CASE("sentinel: a division by zero in one module is named, with its
   tracetorch::NonFinite same = *found;
   DOCTEST_CHECK(tracetorch::nonfinite_message(same) == found->message());
   DOCTEST_CHECK(found->message().starts_with("first non-finite: ToyNet.divide (call 1) outputs: "));
+}
+
+DOCTEST_TEST_CASE("sentinel: finite values whose sum overflows are finite; +Inf beside -Inf is not") {
+  ScaleUp model;
+  auto sentinel = tracetorch::find_nonfinite(model);
+  const auto threes = torch::full({4}, 3.0f);  // 3e38 each, under float's 3.4e38
+  DOCTEST_REQUIRE(std::isinf(model->forward(threes).sum().item<float>()));  // the sum alone would say non-finite
+  model(threes);
+  DOCTEST_CHECK_FALSE(sentinel.first().has_value());
+  model(torch::tensor({5.0f, -5.0f, 1.0f}));  // +Inf, -Inf, 1e38: their sum is NaN
+  const auto found = sentinel.first();
+  DOCTEST_REQUIRE(found.has_value());
+  DOCTEST_CHECK(found->module_path == "ScaleUp");
+  DOCTEST_CHECK(found->call == 1);  // counted within its forward, the second
+  DOCTEST_CHECK(found->nan == 0);
+  DOCTEST_CHECK(found->positive_inf == 1);
+  DOCTEST_CHECK(found->negative_inf == 1);
+  DOCTEST_CHECK(found->elements == 3);
 }
 
 DOCTEST_TEST_CASE("sentinel: the message lists each kind as N of M elements") {
