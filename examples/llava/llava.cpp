@@ -33,11 +33,11 @@ Llama::AttentionKeywords Llama::attention_keywords(const torch::Tensor& hidden_s
           .position_embeddings = kw.position_embeddings.or_none()};
 }
 
-LlavaMultiModalProjectorImpl::LlavaMultiModalProjectorImpl(const LlavaConfig& c) : act(tracetorch::nn::get_activation(c.projector_hidden_act)) {
+LlavaMultiModalProjectorImpl::LlavaMultiModalProjectorImpl(const LlavaConfig& c) {
   using torch::nn::LinearOptions;
   const auto text_hidden = c.text_config.hidden_size;
   linear_1 = register_module("linear_1", tracetorch::nn::Linear(LinearOptions(c.vision_config.hidden_size, text_hidden).bias(c.multimodal_projector_bias)));
-  register_module("act", act.ptr());
+  act = tracetorch::nn::register_activation(*this, "act", c.projector_hidden_act);
   linear_2 = register_module("linear_2", tracetorch::nn::Linear(LinearOptions(text_hidden, text_hidden).bias(c.multimodal_projector_bias)));
 }
 

@@ -162,17 +162,10 @@ struct CLIPAttentionImpl : torch::nn::Module {
 };
 TRACETORCH_TRACEABLE(CLIPAttention);
 
-/// CLIPEncoder.forward's keywords: inputs_embeds, attention_mask=None.
-struct CLIPEncoderInputs {
-  Keyword<torch::Tensor> inputs_embeds;
-  Keyword<torch::Tensor> attention_mask;
-};
-TRACETORCH_KEYWORDS(CLIPEncoderInputs, inputs_embeds, attention_mask);
-
 /// fc1, activation_fn (ACT2FN[config.hidden_act]), fc2.
 struct CLIPMLPImpl : torch::nn::Module {
-  explicit CLIPMLPImpl(const CLIPVisionConfig& c) : activation_fn(nn::get_activation(c.hidden_act)) {
-    register_module("activation_fn", activation_fn.ptr());
+  explicit CLIPMLPImpl(const CLIPVisionConfig& c) {
+    activation_fn = nn::register_activation(*this, "activation_fn", c.hidden_act);
     fc1 = register_module("fc1", nn::Linear(c.hidden_size, c.intermediate_size));
     fc2 = register_module("fc2", nn::Linear(c.intermediate_size, c.hidden_size));
   }
@@ -204,6 +197,13 @@ struct CLIPEncoderLayerImpl : torch::nn::Module {
   nn::LayerNorm layer_norm2{nullptr};
 };
 TRACETORCH_TRACEABLE(CLIPEncoderLayer);
+
+/// CLIPEncoder.forward's keywords: inputs_embeds, attention_mask=None.
+struct CLIPEncoderInputs {
+  Keyword<torch::Tensor> inputs_embeds;
+  Keyword<torch::Tensor> attention_mask;
+};
+TRACETORCH_KEYWORDS(CLIPEncoderInputs, inputs_embeds, attention_mask);
 
 /// The layers in turn: encoder(inputs_embeds=h, **kwargs), each layer(h, attention_mask, **kwargs).
 struct CLIPEncoderImpl : torch::nn::Module {

@@ -91,6 +91,19 @@ inline std::string coordinate(double v) {
   return buffer;
 }
 
+/// `open`, each item through `append_item` with commas between, `close`.
+template <class Items, class AppendItem>
+void append_separated(std::string& out, char open, const Items& items, char close, AppendItem append_item) {
+  out += open;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += ',';
+    first = false;
+    append_item(item);
+  }
+  out += close;
+}
+
 /// Appends `v` as JSON text that can sit inside <script type="application/json">: all ASCII
 /// (strings through the trace writer's escaper), with '<', '>' and '&' as \u escapes so that
 /// neither "</script>" nor an XML entity can appear; non-finite doubles as "inf"/"nan" strings.
@@ -122,30 +135,16 @@ inline void append_script_json(std::string& out, const boost::json::value& v) {
       }
       return;
     }
-    case boost::json::kind::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& item : v.get_array()) {
-        if (!first) out += ',';
-        first = false;
-        append_script_json(out, item);
-      }
-      out += ']';
+    case boost::json::kind::array:
+      append_separated(out, '[', v.get_array(), ']', [&](const auto& item) { append_script_json(out, item); });
       return;
-    }
-    case boost::json::kind::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& entry : v.get_object()) {
-        if (!first) out += ',';
-        first = false;
+    case boost::json::kind::object:
+      append_separated(out, '{', v.get_object(), '}', [&](const auto& entry) {
         append_script_json(out, boost::json::string(entry.key()));
         out += ':';
         append_script_json(out, entry.value());
-      }
-      out += '}';
+      });
       return;
-    }
   }
 }
 
