@@ -884,13 +884,12 @@ R run_with_debug_io(torch::nn::Module& root, std::string_view root_name, const D
 /// \file
 /// A call that asks for the non-finite sentinel through its options (`find_nonfinite`, as
 /// OutputOptions has it): what a traced forward needs to notice the request. The sentinel is
-/// reached through a pointer that setting the option sets (tracetorch::NonFiniteTarget), so
-/// module code does not depend on the sentinel's, and a model's translation unit does not
-/// compile it.
+/// reached through the runner that the option carries (tracetorch::NonFiniteTarget takes it
+/// where it is set), so module code does not depend on the sentinel's, and a model's
+/// translation unit neither parses nor compiles it.
 
 #include <torch/torch.h>
 
-#include <atomic>
 #include <concepts>
 #include <functional>
 #include <optional>
@@ -974,22 +973,36 @@ inline std::string NonFinite::message() const { return nonfinite_message(*this);
 
 namespace tracetorch::detail {
 
-/// An options struct whose `find_nonfinite` says where a call's finding goes (OutputOptions).
+/// Runs `call` (the traced forward of `root` again) under a sentinel rooted at `root`; `found`
+/// is emptied first and holds the finding after, also where the call throws.
+using NonFiniteRunner = void (*)(torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
+                                 const std::function<void()>& call);
+
+/// An options struct whose `find_nonfinite` says where a call's finding goes and which runner
+/// serves it (OutputOptions' NonFiniteTarget, whose constructor takes the runner from the
+/// sentinel's header).
 template <class T>
 concept has_nonfinite_keyword = requires(const T& options) {
-  { options.find_nonfinite } -> std::convertible_to<std::optional<NonFinite>*>;
+  { options.find_nonfinite.found() } -> std::same_as<std::optional<NonFinite>*>;
+  { options.find_nonfinite.runner() } -> std::same_as<NonFiniteRunner>;
 };
 
 template <class... A>
 inline constexpr bool any_nonfinite_keywords = (has_nonfinite_keyword<std::remove_cvref_t<A>> || ...);
 
-/// The first `find_nonfinite` the call's arguments set, else null.
+/// A call's request: where the finding goes (null: none asked) and what serves it.
+struct NonFiniteRequest {
+  std::optional<NonFinite>* found = nullptr;
+  NonFiniteRunner runner = nullptr;
+};
+
+/// The first `find_nonfinite` the call's arguments set, else an empty request.
 template <class... A>
-std::optional<NonFinite>* nonfinite_request(const A&... args) {
-  std::optional<NonFinite>* request = nullptr;
+NonFiniteRequest nonfinite_request(const A&... args) {
+  NonFiniteRequest request;
   const auto look = [&](const auto& arg) {
     if constexpr (has_nonfinite_keyword<std::remove_cvref_t<decltype(arg)>>) {
-      if (request == nullptr) request = arg.find_nonfinite;
+      if (request.found == nullptr) request = {arg.find_nonfinite.found(), arg.find_nonfinite.runner()};
     }
   };
   (look(args), ...);
@@ -1003,29 +1016,15 @@ inline bool& nonfinite_running() {
   return running;
 }
 
-/// Runs `call` (the traced forward of `root` again) under a sentinel rooted at `root`; `found`
-/// is emptied first and holds the finding after, also where the call throws.
-using NonFiniteRunner = void (*)(torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
-                                 const std::function<void()>& call);
-
-inline std::atomic<NonFiniteRunner>& nonfinite_runner() {
-  static std::atomic<NonFiniteRunner> runner{nullptr};
-  return runner;
-}
-
 /// `root` may be a module whose forward is const: the sentinel touches only its attachment
 /// list, which tracing owns, not what const promises of the module.
 template <class R, class Call>
-R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
+R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_name, const NonFiniteRequest& request,
                         Call&& call) {
-  const NonFiniteRunner runner = nonfinite_runner().load(std::memory_order_acquire);
-  if (runner == nullptr) {  // a target is set only through the constructor that sets the runner
-    throw Error("tracetorch: find_nonfinite is set but the sentinel does not serve it (a NonFiniteTarget "
-                "made without its constructor)");
-  }
   const FlagWhileRunning running(nonfinite_running());
   auto& module = const_cast<torch::nn::Module&>(root);
-  return result_through<R>([&](const std::function<void()>& run) { runner(module, root_name, found, run); }, call);
+  return result_through<R>([&](const std::function<void()>& run) { request.runner(module, root_name, *request.found, run); },
+                           call);
 }
 
 }  // namespace tracetorch::detail
@@ -2190,9 +2189,9 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
 #ifndef TRACETORCH_DISABLE
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
   if constexpr (::tracetorch::detail::any_nonfinite_keywords<Types...>) {                         \
-    if (auto* found = ::tracetorch::detail::nonfinite_request(values...);                         \
-        found != nullptr && !::tracetorch::detail::nonfinite_running()) [[unlikely]] {            \
-      return ::tracetorch::detail::run_finding_nonfinite<R>(*this, this->traced_name(), *found, [&]() -> R { \
+    if (const auto request = ::tracetorch::detail::nonfinite_request(values...);                  \
+        request.found != nullptr && !::tracetorch::detail::nonfinite_running()) [[unlikely]] {    \
+      return ::tracetorch::detail::run_finding_nonfinite<R>(*this, this->traced_name(), request, [&]() -> R { \
         return this->call(std::forward<Types>(values)...);                                        \
       });                                                                                         \
     }                                                                                             \
@@ -2745,518 +2744,6 @@ constexpr int checked_recorder_index() {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/capture/record_index.hpp ----
-// ---- begin tracetorch/detail/nonfinite/watch.hpp ----
-/// \file
-/// A non-finite sentinel hung on a model's traced modules for as long as a watch lives: what
-/// the debugger's option, the standalone scope and a call's `find_nonfinite` option each hold.
-
-#include <torch/torch.h>
-
-#include <functional>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-#include <vector>
-
-// ---- begin tracetorch/detail/module/attachments.hpp ----
-/// \file
-/// Hanging observers on module instances and taking them off again: shared by the debugger
-/// (every traced module) and output capture (the modules its recorders select).
-
-#include <torch/torch.h>
-
-#include <atomic>
-#include <cstddef>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
-
-
-namespace tracetorch::detail {
-
-/// Containers have no forward of their own (Python's ModuleList is never called either), so
-/// they are not reported as untraced; their elements are checked on their own.
-inline bool is_container(const torch::nn::Module& module) noexcept {
-  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
-         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
-}
-
-/// A set of attachments owned together; removed, newest first, on destruction.
-class AttachmentSet {
- public:
-  AttachmentSet() = default;
-  AttachmentSet(const AttachmentSet&) = delete;
-  AttachmentSet& operator=(const AttachmentSet&) = delete;
-  ~AttachmentSet() { detach(); }
-
-  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
-  /// Modules that are not traced (and not containers) are listed in untraced().
-  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
-    const auto named = root.named_modules("", /*include_self=*/true);
-    std::unique_lock lock(attachment_mutex());
-    attachments_.reserve(attachments_.size() + named.size());
-    for (const auto& item : named) {
-      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
-      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
-      if (traced == nullptr) {
-        if (!is_container(*item.value())) untraced_.push_back(path);
-        continue;
-      }
-      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
-    }
-  }
-
-  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
-  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
-    std::unique_lock lock(attachment_mutex());
-    add_locked(module, observer, std::move(module_path), false, false, tag);
-  }
-
-  void detach() noexcept {
-    std::unique_lock lock(attachment_mutex());
-    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
-      Attachment& at = **it;
-      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
-      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
-      if (head == &at) {
-        at.module->attachments_.store(at.next, std::memory_order_release);
-        continue;
-      }
-      for (Attachment* p = head; p != nullptr; p = p->next) {
-        if (p->next == &at) {
-          p->next = at.next;
-          break;
-        }
-      }
-    }
-    attachments_.clear();
-  }
-
-  bool empty() const noexcept { return attachments_.empty(); }
-  const std::vector<std::unique_ptr<Attachment>>& entries() const noexcept { return attachments_; }
-  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
-
- private:
-  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
-                  bool has_children, std::size_t tag) {
-    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
-    at.observer = &observer;
-    at.module = &module;
-    at.module_path = std::move(module_path);
-    at.is_root = is_root;
-    at.has_children = has_children;
-    at.tag = tag;
-    at.next = module.attachments_.load(std::memory_order_acquire);
-    module.attachments_.store(&at, std::memory_order_release);
-  }
-
-  std::vector<std::unique_ptr<Attachment>> attachments_;
-  std::vector<std::string> untraced_;
-};
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/module/attachments.hpp ----
-// ---- begin tracetorch/detail/nonfinite/sentinel.hpp ----
-/// \file
-/// The non-finite sentinel: an observer of every traced call that names the first call whose
-/// outputs hold NaN or Inf while its inputs were finite. One reduction per output tensor; a
-/// call's inputs are checked only once one of its outputs is not finite (their values are still
-/// those of the call's entry unless their version moved), the root's inputs on entry.
-
-#include <torch/torch.h>
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <thread>
-#include <unordered_map>
-#include <utility>
-#include <vector>
-
-// ---- begin tracetorch/detail/nonfinite/values.hpp ----
-/// \file
-/// The non-finite sentinel's view of a call's values: which tensors can hold NaN or Inf, where
-/// each one sits in the call (named as tracetorch-diff names it), the one reduction that says
-/// whether a tensor is finite, and the counting done only for the value that is not.
-
-#include <torch/torch.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-// ---- begin tracetorch/detail/trace_format/format.hpp ----
-/// \file
-/// The trace format of the model addition debugger, one owner for its names: the JSON keys of
-/// a call node and of a tensor record, the file names of a trace, the stems of its tensor files.
-
-#include <string>
-#include <string_view>
-
-namespace tracetorch::detail::trace_format {
-
-// A call node: {"module_path": ..., "inputs": {...}, "children": [...]} or, on a leaf, "outputs".
-inline constexpr char kModulePath[] = "module_path";
-inline constexpr char kInputs[] = "inputs";
-inline constexpr char kOutputs[] = "outputs";
-inline constexpr char kChildren[] = "children";
-
-// A call's inputs: {"args": [...], "kwargs": {...}}.
-inline constexpr char kArgs[] = "args";
-inline constexpr char kKwargs[] = "kwargs";
-
-// A tensor record: {"shape": "torch.Size([2, 7])", "dtype": "torch.float32", "value": ..., "mean": ...}.
-// "value" is "./<file>.safetensors" (use_repr=false) or the lines of print(tensor) (use_repr=true);
-// the _SUMMARY.json leaves it out.
-inline constexpr char kShape[] = "shape";
-inline constexpr char kDtype[] = "dtype";
-inline constexpr char kValue[] = "value";
-// The statistics of a floating tensor, each Python's repr of a 0-d tensor: "tensor(-5.1862e-03)".
-inline constexpr char kMean[] = "mean";
-inline constexpr char kStd[] = "std";
-inline constexpr char kMin[] = "min";
-inline constexpr char kMax[] = "max";
-inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
-inline constexpr char kShapePrefix[] = "torch.Size([";
-inline constexpr char kShapeSuffix[] = "])";
-inline constexpr char kDtypePrefix[] = "torch.";
-/// torch.complex32, torch.complex64, torch.complex128: compared part by part.
-inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
-
-// A value's place in its call, as the reader names it: "inputs.args.0", "inputs.kwargs.mask.1", "outputs".
-inline constexpr char kLocationSeparator = '.';
-
-// The files of a trace: <Root>_debug_tree_FULL_TENSORS.json, <Root>_debug_tree_SUMMARY.json and,
-// with use_repr=false, one <stem>.safetensors per tensor (the tensor under the key "data"),
-// named in the JSON as "./<stem>.safetensors".
-inline constexpr char kFullTensorsSuffix[] = "_debug_tree_FULL_TENSORS.json";
-inline constexpr char kSummarySuffix[] = "_debug_tree_SUMMARY.json";
-inline constexpr char kTensorFileExtension[] = ".safetensors";
-inline constexpr char kTensorFilePrefix[] = "./";
-inline constexpr char kTensorKey[] = "data";
-
-// A multi-rank trace (tensor parallelism): <debug_path>/rank_<r>/ holds rank r's trace and its
-// shard specs; rank 0 writes <debug_path>/tracetorch_ranks.json, the index of the ranks.
-inline constexpr char kRankDirectoryPrefix[] = "rank_";
-inline constexpr char kRankIndexFile[] = "tracetorch_ranks.json";
-inline constexpr char kShardSpecFile[] = "tracetorch_shards.json";
-
-// A tensor file's stem, transformers' naming: <module_path>[_call<N>]_inputs_args_0,
-// <module_path>_inputs_kwargs_<name>, <module_path>_outputs, then _<index> or _<key> per level.
-// The root's outputs are <Root>_outputs*, written as files but left out of the JSON.
-inline constexpr char kCallStem[] = "_call";
-inline constexpr char kInputsStem[] = "_inputs";
-inline constexpr char kOutputsStem[] = "_outputs";
-inline constexpr char kArgsStem[] = "_args_";
-inline constexpr char kKwargsStem[] = "_kwargs_";
-inline constexpr char kStemSeparator = '_';
-
-inline std::string full_tensors_file_name(std::string_view root) { return std::string(root) + kFullTensorsSuffix; }
-inline std::string summary_file_name(std::string_view root) { return std::string(root) + kSummarySuffix; }
-
-/// "./<stem>.safetensors" -> "<stem>.safetensors": the file's name in the trace directory.
-inline std::string_view tensor_file_name(std::string_view value) {
-  return value.starts_with(kTensorFilePrefix) ? value.substr(std::string_view(kTensorFilePrefix).size()) : value;
-}
-
-}  // namespace tracetorch::detail::trace_format
-// ---- end tracetorch/detail/trace_format/format.hpp ----
-
-namespace tracetorch::detail {
-
-/// Floating and complex tensors with elements: the only ones that can hold NaN or Inf.
-inline bool may_be_nonfinite(const torch::Tensor& tensor) {
-  return tensor.defined() && tensor.layout() == torch::kStrided && !tensor.is_meta() &&
-         (tensor.is_floating_point() || tensor.is_complex()) && tensor.numel() > 0;
-}
-
-/// The sentinel's one reduction per value: the sum, one pass that makes no tensor of the
-/// value's size (isfinite would: a byte per element, 67 MB for one attention map at 4 x 2048).
-/// A finite sum means every element is finite, since a NaN or an Inf makes the sum NaN or Inf;
-/// only a sum that is not finite (non-finite elements, or finite ones that overflowed it) is
-/// checked element by element.
-inline bool all_finite(const torch::Tensor& tensor) {
-  const torch::NoGradGuard no_grad;
-  if (torch::isfinite(tensor.sum()).item<bool>()) return true;
-  return torch::isfinite(tensor).all().item<bool>();
-}
-
-/// Counts NaN, +Inf and -Inf into `found`; a complex tensor part by part.
-inline void count_nonfinite(const torch::Tensor& tensor, NonFinite& found) {
-  const torch::NoGradGuard no_grad;
-  const torch::Tensor parts = tensor.is_complex() ? torch::view_as_real(tensor.resolve_conj()) : tensor;
-  found.nan = torch::isnan(parts).sum().item<std::int64_t>();
-  found.positive_inf = torch::isposinf(parts).sum().item<std::int64_t>();
-  found.negative_inf = torch::isneginf(parts).sum().item<std::int64_t>();
-  found.elements = parts.numel();
-}
-
-/// Walks a call's arguments or result and hands `sink(location, tensor)` each tensor that
-/// may_be_nonfinite, located as the trace reader locates values: `inputs.args.0`,
-/// `inputs.kwargs.mask.1`, `outputs`, `outputs.last_hidden_state`.
-template <class Sink>
-class TensorLocations final : public ArgumentVisitor {
- public:
-  /// `base`: the location of a result (`outputs`); arguments set their own as they come.
-  TensorLocations(std::string base, Sink& sink) : location_(std::move(base)), sink_(sink) {}
-
-  void positional(std::size_t index) override { at_argument(trace_format::kArgs, std::to_string(index)); }
-  void keyword(std::string_view name) override { at_argument(trace_format::kKwargs, name); }
-  void tensor(const torch::Tensor& value) override {
-    if (may_be_nonfinite(value)) sink_(location_, value);
-  }
-  void begin_sequence() override { open_.push_back(location_.size()); }
-  void begin_mapping() override { open_.push_back(location_.size()); }
-  void element(std::size_t index) override { at_key(std::to_string(index)); }
-  void entry(std::string_view key) override { at_key(key); }
-  void end() override {
-    location_.resize(open_.back());
-    open_.pop_back();
-  }
-  void none() override {}
-  void boolean(bool) override {}
-  void integer(std::int64_t) override {}
-  void floating(double) override {}
-  void string(std::string_view) override {}
-  void dtype(c10::ScalarType) override {}
-  void repr(std::string_view) override {}
-
- private:
-  void at_argument(std::string_view kind, std::string_view key) {
-    location_.assign(trace_format::kInputs);
-    location_ += trace_format::kLocationSeparator;
-    location_ += kind;
-    location_ += trace_format::kLocationSeparator;
-    location_ += key;
-  }
-  void at_key(std::string_view key) {
-    location_.resize(open_.back());
-    location_ += trace_format::kLocationSeparator;
-    location_ += key;
-  }
-
-  std::string location_;
-  std::vector<std::size_t> open_;  // the location's length at each open sequence or mapping
-  Sink& sink_;
-};
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/nonfinite/values.hpp ----
-
-namespace tracetorch::detail {
-
-/// Follows one forward at a time, on the thread whose root call finds it free (other threads'
-/// calls run unwatched meanwhile), and stops looking once it has found something.
-class NonFiniteSentinel final : public CallObserver {
- public:
-  explicit NonFiniteSentinel(std::string root_name) : root_name_(std::move(root_name)) {}
-
-  bool on_enter(const Attachment& at, const CallArgs& args) override {
-    if (found_any_.load(std::memory_order_relaxed)) return false;
-    const auto me = std::this_thread::get_id();
-    if (owner_.load(std::memory_order_relaxed) != me && !(at.is_root && claim(me))) return false;
-    const bool outermost = depth_ == 0;
-    if (outermost) calls_.clear();
-    Frame& frame = push(at);
-    try {
-      frame.call = ++calls_[&at];
-      const auto keep = [&frame](const std::string& location, const torch::Tensor& tensor) {
-        frame.inputs.push_back({location, tensor, tensor.is_inference() ? -1 : static_cast<std::int64_t>(tensor._version())});
-      };
-      TensorLocations<decltype(keep)> inputs(trace_format::kInputs, keep);
-      args.visit(inputs);
-      if (outermost) check_root_inputs(frame);
-    } catch (...) {
-      pop();  // the call will not be followed: nothing of it stays
-      throw;
-    }
-    return true;
-  }
-
-  void on_exit(const Attachment&, const CallResult& result) override {
-    try {
-      if (!found_any_.load(std::memory_order_relaxed)) check_outputs(frames_[depth_ - 1], result);
-    } catch (...) {
-      pop();
-      throw;
-    }
-    pop();
-  }
-
-  void on_unwind(const Attachment&) noexcept override { pop(); }
-
-  /// What was found first since the start or the last clear().
-  std::optional<NonFinite> first() const {
-    const std::lock_guard lock(found_mutex_);
-    return found_;
-  }
-  /// Looks again from the next forward on.
-  void clear() {
-    const std::lock_guard lock(found_mutex_);
-    found_.reset();
-    found_any_.store(false);
-  }
-
-  /// The watch's end: no forward starts from now on, and one another thread is following ends
-  /// before this returns (the debugger session's close() says why this order is safe).
-  void close() noexcept {
-    closing_.store(true);
-    for (auto owner = owner_.load(); owner != std::thread::id() && owner != std::this_thread::get_id();
-         owner = owner_.load()) {
-      owner_.wait(owner);
-    }
-  }
-
- private:
-  struct Input {
-    std::string location;
-    torch::Tensor tensor;
-    std::int64_t version;  // -1: an inference tensor, which keeps no version
-  };
-  struct Frame {
-    std::string_view path;
-    int call = 0;
-    bool root = false;
-    std::vector<Input> inputs;  // kept between calls: their capacity is reused
-  };
-
-  bool claim(std::thread::id me) {
-    std::thread::id nobody;
-    if (!owner_.compare_exchange_strong(nobody, me)) return false;
-    if (!closing_.load()) return true;
-    release();
-    return false;
-  }
-  void release() noexcept {
-    owner_.store(std::thread::id());
-    owner_.notify_all();
-  }
-
-  Frame& push(const Attachment& at) {
-    if (depth_ == frames_.size()) frames_.emplace_back();
-    Frame& frame = frames_[depth_++];
-    frame.root = depth_ == 1;
-    frame.path = frame.root ? std::string_view(root_name_) : std::string_view(at.module_path);
-    return frame;
-  }
-  void pop() noexcept {
-    frames_[--depth_].inputs.clear();  // no tensor outlives its call here
-    if (depth_ == 0) release();
-  }
-
-  void check_root_inputs(const Frame& frame) {
-    for (const auto& input : frame.inputs) {
-      if (all_finite(input.tensor)) continue;
-      record(frame, input.location, input.tensor, true, {});
-      return;
-    }
-  }
-
-  void check_outputs(const Frame& frame, const CallResult& result) {
-    std::string location;
-    torch::Tensor bad;
-    const auto look = [&](const std::string& where, const torch::Tensor& tensor) {
-      if (bad.defined() || all_finite(tensor)) return;
-      bad = tensor;
-      location = where;
-    };
-    TensorLocations<decltype(look)> outputs(trace_format::kOutputs, look);
-    result.visit(outputs);
-    if (!bad.defined()) return;
-    std::vector<std::string> changed;
-    for (const auto& input : frame.inputs) {
-      if (input.version >= 0 && input.tensor._version() != input.version) {
-        changed.push_back(input.location);  // its values on entry are gone
-      } else if (!all_finite(input.tensor)) {
-        return;  // it came in: a call it came from, or the caller's own code, made it
-      }
-    }
-    record(frame, location, bad, false, std::move(changed));
-  }
-
-  void record(const Frame& frame, const std::string& location, const torch::Tensor& tensor, bool root_input,
-              std::vector<std::string> changed) {
-    NonFinite found{.module_path = std::string(frame.path), .call = frame.call, .location = location,
-                    .in_root_inputs = root_input, .changed_in_place = std::move(changed)};
-    count_nonfinite(tensor, found);
-    const std::lock_guard lock(found_mutex_);
-    found_ = std::move(found);
-    found_any_.store(true);
-  }
-
-  std::string root_name_;
-  std::atomic<std::thread::id> owner_{};
-  std::atomic<bool> closing_{false};
-  std::atomic<bool> found_any_{false};
-  mutable std::mutex found_mutex_;
-  std::optional<NonFinite> found_;
-  // The owner thread's alone.
-  std::vector<Frame> frames_;
-  std::size_t depth_ = 0;
-  std::unordered_map<const Attachment*, int> calls_;  // this forward's calls per module, as the debugger counts
-};
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/nonfinite/sentinel.hpp ----
-
-namespace tracetorch::detail {
-
-class NonFiniteWatch {
- public:
-  NonFiniteWatch(torch::nn::Module& model, std::string root_name) : sentinel_(root_name) {
-    attachments_.attach(model, root_name, sentinel_);
-  }
-  NonFiniteWatch(const NonFiniteWatch&) = delete;
-  NonFiniteWatch& operator=(const NonFiniteWatch&) = delete;
-  /// A forward another thread is following runs to its end before the attachments go.
-  ~NonFiniteWatch() {
-    sentinel_.close();
-    attachments_.detach();
-  }
-
-  std::optional<NonFinite> first() const { return sentinel_.first(); }
-  void clear() { sentinel_.clear(); }
-  const std::vector<std::string>& untraced() const noexcept { return attachments_.untraced(); }
-
- private:
-  NonFiniteSentinel sentinel_;  // declared first: it outlives its attachments
-  AttachmentSet attachments_;
-};
-
-/// The sentinel's side of a call's `find_nonfinite` (detail/module/nonfinite_request.hpp):
-/// `call` runs under a watch rooted at `root`, and `found` holds the finding after, also where
-/// the call throws.
-inline void run_watched_call(torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
-                             const std::function<void()>& call) {
-  found.reset();
-  NonFiniteWatch watch(root, std::string(root_name));
-  struct Report {
-    NonFiniteWatch& watch;
-    std::optional<NonFinite>& found;
-    ~Report() {
-      try {
-        found = watch.first();
-      } catch (...) {  // only bad_alloc: `found` stays empty
-      }
-    }
-  } report{watch, found};
-  call();
-}
-
-}  // namespace tracetorch::detail
-// ---- end tracetorch/detail/nonfinite/watch.hpp ----
 
 namespace tracetorch {
 
@@ -3369,22 +2856,39 @@ class LayerSelection {
   bool listed_ = false;
 };
 
+namespace detail {
+/// The sentinel's service for `find_nonfinite`, `run(root, name, found, call)`: defined in
+/// detail/nonfinite/watch.hpp, which <tracetorch/nonfinite.hpp> includes. Only declared here,
+/// so that a file that sees OutputOptions but sets no target (a model's) parses none of the
+/// sentinel (docs/performance.md, "Compile cost").
+template <class Found>
+struct NonFiniteService;
+}  // namespace detail
+
 /// Where a call's non-finite finding goes: `OutputOptions{.find_nonfinite = &found}`, with
 /// `std::optional<tracetorch::NonFinite> found`. Setting it is what makes the sentinel serve the
-/// call: only code that sets the option compiles the sentinel, not every translation unit that
-/// sees OutputOptions (a model's, whose compile cost docs/performance.md measures).
+/// call, so the file that sets it includes <tracetorch/nonfinite.hpp> (or tracetorch.hpp); one
+/// that does not gets a static_assert saying so (compile_fail/nonfinite_target_without_sentinel.cpp).
 class NonFiniteTarget {
  public:
   constexpr NonFiniteTarget() noexcept = default;
   constexpr NonFiniteTarget(std::nullptr_t) noexcept {}
-  NonFiniteTarget(std::optional<NonFinite>* found) noexcept : found_(found) {
-    detail::nonfinite_runner().store(&detail::run_watched_call, std::memory_order_release);
+  template <class Found>
+    requires std::is_same_v<Found, std::optional<NonFinite>>
+  NonFiniteTarget(Found* found) noexcept : found_(found) {  // NOLINT: implicit, `= &found` reads as the option
+    constexpr bool served = requires { sizeof(detail::NonFiniteService<Found>); };
+    static_assert(served, "find_nonfinite is served by the sentinel: #include <tracetorch/nonfinite.hpp>");
+    if constexpr (served) runner_ = &detail::NonFiniteService<Found>::run;
   }
   /// The finding's place, or null where the option is not set.
+  std::optional<NonFinite>* found() const noexcept { return found_; }
   operator std::optional<NonFinite>*() const noexcept { return found_; }
+  /// What serves the request (the sentinel's entry point), for the traced forward.
+  detail::NonFiniteRunner runner() const noexcept { return runner_; }
 
  private:
   std::optional<NonFinite>* found_ = nullptr;
+  detail::NonFiniteRunner runner_ = nullptr;
 };
 
 /// What a caller asks of a forward, as transformers' keyword arguments; unset means "ask the
@@ -4065,6 +3569,107 @@ inline std::vector<std::string> record_key_flags(const OutputOptions&) {
 #include <utility>
 #include <vector>
 
+// ---- begin tracetorch/detail/module/attachments.hpp ----
+/// \file
+/// Hanging observers on module instances and taking them off again: shared by the debugger
+/// (every traced module) and output capture (the modules its recorders select).
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace tracetorch::detail {
+
+/// Containers have no forward of their own (Python's ModuleList is never called either), so
+/// they are not reported as untraced; their elements are checked on their own.
+inline bool is_container(const torch::nn::Module& module) noexcept {
+  return dynamic_cast<const torch::nn::ModuleListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ModuleDictImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterListImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::ParameterDictImpl*>(&module) != nullptr;
+}
+
+/// A set of attachments owned together; removed, newest first, on destruction.
+class AttachmentSet {
+ public:
+  AttachmentSet() = default;
+  AttachmentSet(const AttachmentSet&) = delete;
+  AttachmentSet& operator=(const AttachmentSet&) = delete;
+  ~AttachmentSet() { detach(); }
+
+  /// Attaches `observer` to `root` and its traced descendants; paths are `<root_name>.<name>`.
+  /// Modules that are not traced (and not containers) are listed in untraced().
+  void attach(torch::nn::Module& root, const std::string& root_name, CallObserver& observer) {
+    const auto named = root.named_modules("", /*include_self=*/true);
+    std::unique_lock lock(attachment_mutex());
+    attachments_.reserve(attachments_.size() + named.size());
+    for (const auto& item : named) {
+      auto* traced = dynamic_cast<TracedModuleBase*>(item.value().get());
+      const std::string path = item.key().empty() ? root_name : root_name + "." + item.key();
+      if (traced == nullptr) {
+        if (!is_container(*item.value())) untraced_.push_back(path);
+        continue;
+      }
+      add_locked(*traced, observer, path, item.key().empty(), !item.value()->children().empty(), 0);
+    }
+  }
+
+  /// Attaches `observer` to one module; `tag` is handed back in Attachment::tag.
+  void add(TracedModuleBase& module, CallObserver& observer, std::string module_path, std::size_t tag) {
+    std::unique_lock lock(attachment_mutex());
+    add_locked(module, observer, std::move(module_path), false, false, tag);
+  }
+
+  void detach() noexcept {
+    std::unique_lock lock(attachment_mutex());
+    for (auto it = attachments_.rbegin(); it != attachments_.rend(); ++it) {
+      Attachment& at = **it;
+      // Scopes normally end in reverse order; unlink from anywhere in the list if not.
+      Attachment* head = at.module->attachments_.load(std::memory_order_acquire);
+      if (head == &at) {
+        at.module->attachments_.store(at.next, std::memory_order_release);
+        continue;
+      }
+      for (Attachment* p = head; p != nullptr; p = p->next) {
+        if (p->next == &at) {
+          p->next = at.next;
+          break;
+        }
+      }
+    }
+    attachments_.clear();
+  }
+
+  bool empty() const noexcept { return attachments_.empty(); }
+  const std::vector<std::unique_ptr<Attachment>>& entries() const noexcept { return attachments_; }
+  const std::vector<std::string>& untraced() const noexcept { return untraced_; }
+
+ private:
+  void add_locked(TracedModuleBase& module, CallObserver& observer, std::string module_path, bool is_root,
+                  bool has_children, std::size_t tag) {
+    auto& at = *attachments_.emplace_back(std::make_unique<Attachment>());
+    at.observer = &observer;
+    at.module = &module;
+    at.module_path = std::move(module_path);
+    at.is_root = is_root;
+    at.has_children = has_children;
+    at.tag = tag;
+    at.next = module.attachments_.load(std::memory_order_acquire);
+    module.attachments_.store(&at, std::memory_order_release);
+  }
+
+  std::vector<std::unique_ptr<Attachment>> attachments_;
+  std::vector<std::string> untraced_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/module/attachments.hpp ----
 
 namespace tracetorch::detail {
 
@@ -9062,6 +8667,82 @@ class ForwardArena final : public std::pmr::memory_resource {
 #include <utility>
 #include <vector>
 
+// ---- begin tracetorch/detail/trace_format/format.hpp ----
+/// \file
+/// The trace format of the model addition debugger, one owner for its names: the JSON keys of
+/// a call node and of a tensor record, the file names of a trace, the stems of its tensor files.
+
+#include <string>
+#include <string_view>
+
+namespace tracetorch::detail::trace_format {
+
+// A call node: {"module_path": ..., "inputs": {...}, "children": [...]} or, on a leaf, "outputs".
+inline constexpr char kModulePath[] = "module_path";
+inline constexpr char kInputs[] = "inputs";
+inline constexpr char kOutputs[] = "outputs";
+inline constexpr char kChildren[] = "children";
+
+// A call's inputs: {"args": [...], "kwargs": {...}}.
+inline constexpr char kArgs[] = "args";
+inline constexpr char kKwargs[] = "kwargs";
+
+// A tensor record: {"shape": "torch.Size([2, 7])", "dtype": "torch.float32", "value": ..., "mean": ...}.
+// "value" is "./<file>.safetensors" (use_repr=false) or the lines of print(tensor) (use_repr=true);
+// the _SUMMARY.json leaves it out.
+inline constexpr char kShape[] = "shape";
+inline constexpr char kDtype[] = "dtype";
+inline constexpr char kValue[] = "value";
+// The statistics of a floating tensor, each Python's repr of a 0-d tensor: "tensor(-5.1862e-03)".
+inline constexpr char kMean[] = "mean";
+inline constexpr char kStd[] = "std";
+inline constexpr char kMin[] = "min";
+inline constexpr char kMax[] = "max";
+inline constexpr const char* kStatistics[] = {kMean, kStd, kMin, kMax};
+inline constexpr char kShapePrefix[] = "torch.Size([";
+inline constexpr char kShapeSuffix[] = "])";
+inline constexpr char kDtypePrefix[] = "torch.";
+/// torch.complex32, torch.complex64, torch.complex128: compared part by part.
+inline bool is_complex_dtype(std::string_view dtype) { return dtype.starts_with("torch.complex"); }
+
+// A value's place in its call, as the reader names it: "inputs.args.0", "inputs.kwargs.mask.1", "outputs".
+inline constexpr char kLocationSeparator = '.';
+
+// The files of a trace: <Root>_debug_tree_FULL_TENSORS.json, <Root>_debug_tree_SUMMARY.json and,
+// with use_repr=false, one <stem>.safetensors per tensor (the tensor under the key "data"),
+// named in the JSON as "./<stem>.safetensors".
+inline constexpr char kFullTensorsSuffix[] = "_debug_tree_FULL_TENSORS.json";
+inline constexpr char kSummarySuffix[] = "_debug_tree_SUMMARY.json";
+inline constexpr char kTensorFileExtension[] = ".safetensors";
+inline constexpr char kTensorFilePrefix[] = "./";
+inline constexpr char kTensorKey[] = "data";
+
+// A multi-rank trace (tensor parallelism): <debug_path>/rank_<r>/ holds rank r's trace and its
+// shard specs; rank 0 writes <debug_path>/tracetorch_ranks.json, the index of the ranks.
+inline constexpr char kRankDirectoryPrefix[] = "rank_";
+inline constexpr char kRankIndexFile[] = "tracetorch_ranks.json";
+inline constexpr char kShardSpecFile[] = "tracetorch_shards.json";
+
+// A tensor file's stem, transformers' naming: <module_path>[_call<N>]_inputs_args_0,
+// <module_path>_inputs_kwargs_<name>, <module_path>_outputs, then _<index> or _<key> per level.
+// The root's outputs are <Root>_outputs*, written as files but left out of the JSON.
+inline constexpr char kCallStem[] = "_call";
+inline constexpr char kInputsStem[] = "_inputs";
+inline constexpr char kOutputsStem[] = "_outputs";
+inline constexpr char kArgsStem[] = "_args_";
+inline constexpr char kKwargsStem[] = "_kwargs_";
+inline constexpr char kStemSeparator = '_';
+
+inline std::string full_tensors_file_name(std::string_view root) { return std::string(root) + kFullTensorsSuffix; }
+inline std::string summary_file_name(std::string_view root) { return std::string(root) + kSummarySuffix; }
+
+/// "./<stem>.safetensors" -> "<stem>.safetensors": the file's name in the trace directory.
+inline std::string_view tensor_file_name(std::string_view value) {
+  return value.starts_with(kTensorFilePrefix) ? value.substr(std::string_view(kTensorFilePrefix).size()) : value;
+}
+
+}  // namespace tracetorch::detail::trace_format
+// ---- end tracetorch/detail/trace_format/format.hpp ----
 // ---- begin tracetorch/detail/repr/torch_names.hpp ----
 /// \file
 /// How Python spells torch's small values: str(dtype), str(shape), str(tuple(shape)), layouts
@@ -12077,6 +11758,349 @@ class DebuggerSession final : public CallObserver {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/debugger/session.hpp ----
+// ---- begin tracetorch/detail/nonfinite/watch.hpp ----
+/// \file
+/// A non-finite sentinel hung on a model's traced modules for as long as a watch lives: what
+/// the debugger's option, the standalone scope and a call's `find_nonfinite` option each hold.
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/nonfinite/sentinel.hpp ----
+/// \file
+/// The non-finite sentinel: an observer of every traced call that names the first call whose
+/// outputs hold NaN or Inf while its inputs were finite. One reduction per output tensor; a
+/// call's inputs are checked only once one of its outputs is not finite (their values are still
+/// those of the call's entry unless their version moved), the root's inputs on entry.
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+// ---- begin tracetorch/detail/nonfinite/values.hpp ----
+/// \file
+/// The non-finite sentinel's view of a call's values: which tensors can hold NaN or Inf, where
+/// each one sits in the call (named as tracetorch-diff names it), the one reduction that says
+/// whether a tensor is finite, and the counting done only for the value that is not.
+
+#include <torch/torch.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+
+namespace tracetorch::detail {
+
+/// Floating and complex tensors with elements: the only ones that can hold NaN or Inf.
+inline bool may_be_nonfinite(const torch::Tensor& tensor) {
+  return tensor.defined() && tensor.layout() == torch::kStrided && !tensor.is_meta() &&
+         (tensor.is_floating_point() || tensor.is_complex()) && tensor.numel() > 0;
+}
+
+/// The sentinel's one reduction per value: the sum, one pass that makes no tensor of the
+/// value's size (isfinite would: a byte per element, 67 MB for one attention map at 4 x 2048).
+/// A finite sum means every element is finite, since a NaN or an Inf makes the sum NaN or Inf;
+/// only a sum that is not finite (non-finite elements, or finite ones that overflowed it) is
+/// checked element by element.
+inline bool all_finite(const torch::Tensor& tensor) {
+  const torch::NoGradGuard no_grad;
+  if (torch::isfinite(tensor.sum()).item<bool>()) return true;
+  return torch::isfinite(tensor).all().item<bool>();
+}
+
+/// Counts NaN, +Inf and -Inf into `found`; a complex tensor part by part.
+inline void count_nonfinite(const torch::Tensor& tensor, NonFinite& found) {
+  const torch::NoGradGuard no_grad;
+  const torch::Tensor parts = tensor.is_complex() ? torch::view_as_real(tensor.resolve_conj()) : tensor;
+  found.nan = torch::isnan(parts).sum().item<std::int64_t>();
+  found.positive_inf = torch::isposinf(parts).sum().item<std::int64_t>();
+  found.negative_inf = torch::isneginf(parts).sum().item<std::int64_t>();
+  found.elements = parts.numel();
+}
+
+/// Walks a call's arguments or result and hands `sink(location, tensor)` each tensor that
+/// may_be_nonfinite, located as the trace reader locates values: `inputs.args.0`,
+/// `inputs.kwargs.mask.1`, `outputs`, `outputs.last_hidden_state`.
+template <class Sink>
+class TensorLocations final : public ArgumentVisitor {
+ public:
+  /// `base`: the location of a result (`outputs`); arguments set their own as they come.
+  TensorLocations(std::string base, Sink& sink) : location_(std::move(base)), sink_(sink) {}
+
+  void positional(std::size_t index) override { at_argument(trace_format::kArgs, std::to_string(index)); }
+  void keyword(std::string_view name) override { at_argument(trace_format::kKwargs, name); }
+  void tensor(const torch::Tensor& value) override {
+    if (may_be_nonfinite(value)) sink_(location_, value);
+  }
+  void begin_sequence() override { open_.push_back(location_.size()); }
+  void begin_mapping() override { open_.push_back(location_.size()); }
+  void element(std::size_t index) override { at_key(std::to_string(index)); }
+  void entry(std::string_view key) override { at_key(key); }
+  void end() override {
+    location_.resize(open_.back());
+    open_.pop_back();
+  }
+  void none() override {}
+  void boolean(bool) override {}
+  void integer(std::int64_t) override {}
+  void floating(double) override {}
+  void string(std::string_view) override {}
+  void dtype(c10::ScalarType) override {}
+  void repr(std::string_view) override {}
+
+ private:
+  void at_argument(std::string_view kind, std::string_view key) {
+    location_.assign(trace_format::kInputs);
+    location_ += trace_format::kLocationSeparator;
+    location_ += kind;
+    location_ += trace_format::kLocationSeparator;
+    location_ += key;
+  }
+  void at_key(std::string_view key) {
+    location_.resize(open_.back());
+    location_ += trace_format::kLocationSeparator;
+    location_ += key;
+  }
+
+  std::string location_;
+  std::vector<std::size_t> open_;  // the location's length at each open sequence or mapping
+  Sink& sink_;
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/nonfinite/values.hpp ----
+
+namespace tracetorch::detail {
+
+/// Follows one forward at a time, on the thread whose root call finds it free (other threads'
+/// calls run unwatched meanwhile), and stops looking once it has found something.
+class NonFiniteSentinel final : public CallObserver {
+ public:
+  explicit NonFiniteSentinel(std::string root_name) : root_name_(std::move(root_name)) {}
+
+  bool on_enter(const Attachment& at, const CallArgs& args) override {
+    if (found_any_.load(std::memory_order_relaxed)) return false;
+    const auto me = std::this_thread::get_id();
+    if (owner_.load(std::memory_order_relaxed) != me && !(at.is_root && claim(me))) return false;
+    const bool outermost = depth_ == 0;
+    if (outermost) calls_.clear();
+    Frame& frame = push(at);
+    try {
+      frame.call = ++calls_[&at];
+      const auto keep = [&frame](const std::string& location, const torch::Tensor& tensor) {
+        frame.inputs.push_back({location, tensor, tensor.is_inference() ? -1 : static_cast<std::int64_t>(tensor._version())});
+      };
+      TensorLocations<decltype(keep)> inputs(trace_format::kInputs, keep);
+      args.visit(inputs);
+      if (outermost) check_root_inputs(frame);
+    } catch (...) {
+      pop();  // the call will not be followed: nothing of it stays
+      throw;
+    }
+    return true;
+  }
+
+  void on_exit(const Attachment&, const CallResult& result) override {
+    try {
+      if (!found_any_.load(std::memory_order_relaxed)) check_outputs(frames_[depth_ - 1], result);
+    } catch (...) {
+      pop();
+      throw;
+    }
+    pop();
+  }
+
+  void on_unwind(const Attachment&) noexcept override { pop(); }
+
+  /// What was found first since the start or the last clear().
+  std::optional<NonFinite> first() const {
+    const std::lock_guard lock(found_mutex_);
+    return found_;
+  }
+  /// Looks again from the next forward on.
+  void clear() {
+    const std::lock_guard lock(found_mutex_);
+    found_.reset();
+    found_any_.store(false);
+  }
+
+  /// The watch's end: no forward starts from now on, and one another thread is following ends
+  /// before this returns (the debugger session's close() says why this order is safe).
+  void close() noexcept {
+    closing_.store(true);
+    for (auto owner = owner_.load(); owner != std::thread::id() && owner != std::this_thread::get_id();
+         owner = owner_.load()) {
+      owner_.wait(owner);
+    }
+  }
+
+ private:
+  struct Input {
+    std::string location;
+    torch::Tensor tensor;
+    std::int64_t version;  // -1: an inference tensor, which keeps no version
+  };
+  struct Frame {
+    std::string_view path;
+    int call = 0;
+    bool root = false;
+    std::vector<Input> inputs;  // kept between calls: their capacity is reused
+  };
+
+  bool claim(std::thread::id me) {
+    std::thread::id nobody;
+    if (!owner_.compare_exchange_strong(nobody, me)) return false;
+    if (!closing_.load()) return true;
+    release();
+    return false;
+  }
+  void release() noexcept {
+    owner_.store(std::thread::id());
+    owner_.notify_all();
+  }
+
+  Frame& push(const Attachment& at) {
+    if (depth_ == frames_.size()) frames_.emplace_back();
+    Frame& frame = frames_[depth_++];
+    frame.root = depth_ == 1;
+    frame.path = frame.root ? std::string_view(root_name_) : std::string_view(at.module_path);
+    return frame;
+  }
+  void pop() noexcept {
+    frames_[--depth_].inputs.clear();  // no tensor outlives its call here
+    if (depth_ == 0) release();
+  }
+
+  void check_root_inputs(const Frame& frame) {
+    for (const auto& input : frame.inputs) {
+      if (all_finite(input.tensor)) continue;
+      record(frame, input.location, input.tensor, true, {});
+      return;
+    }
+  }
+
+  void check_outputs(const Frame& frame, const CallResult& result) {
+    std::string location;
+    torch::Tensor bad;
+    const auto look = [&](const std::string& where, const torch::Tensor& tensor) {
+      if (bad.defined() || all_finite(tensor)) return;
+      bad = tensor;
+      location = where;
+    };
+    TensorLocations<decltype(look)> outputs(trace_format::kOutputs, look);
+    result.visit(outputs);
+    if (!bad.defined()) return;
+    std::vector<std::string> changed;
+    for (const auto& input : frame.inputs) {
+      if (input.version >= 0 && input.tensor._version() != input.version) {
+        changed.push_back(input.location);  // its values on entry are gone
+      } else if (!all_finite(input.tensor)) {
+        return;  // it came in: a call it came from, or the caller's own code, made it
+      }
+    }
+    record(frame, location, bad, false, std::move(changed));
+  }
+
+  void record(const Frame& frame, const std::string& location, const torch::Tensor& tensor, bool root_input,
+              std::vector<std::string> changed) {
+    NonFinite found{.module_path = std::string(frame.path), .call = frame.call, .location = location,
+                    .in_root_inputs = root_input, .changed_in_place = std::move(changed)};
+    count_nonfinite(tensor, found);
+    const std::lock_guard lock(found_mutex_);
+    found_ = std::move(found);
+    found_any_.store(true);
+  }
+
+  std::string root_name_;
+  std::atomic<std::thread::id> owner_{};
+  std::atomic<bool> closing_{false};
+  std::atomic<bool> found_any_{false};
+  mutable std::mutex found_mutex_;
+  std::optional<NonFinite> found_;
+  // The owner thread's alone.
+  std::vector<Frame> frames_;
+  std::size_t depth_ = 0;
+  std::unordered_map<const Attachment*, int> calls_;  // this forward's calls per module, as the debugger counts
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/nonfinite/sentinel.hpp ----
+
+namespace tracetorch::detail {
+
+class NonFiniteWatch {
+ public:
+  NonFiniteWatch(torch::nn::Module& model, std::string root_name) : sentinel_(root_name) {
+    attachments_.attach(model, root_name, sentinel_);
+  }
+  NonFiniteWatch(const NonFiniteWatch&) = delete;
+  NonFiniteWatch& operator=(const NonFiniteWatch&) = delete;
+  /// A forward another thread is following runs to its end before the attachments go.
+  ~NonFiniteWatch() {
+    sentinel_.close();
+    attachments_.detach();
+  }
+
+  std::optional<NonFinite> first() const { return sentinel_.first(); }
+  void clear() { sentinel_.clear(); }
+  const std::vector<std::string>& untraced() const noexcept { return attachments_.untraced(); }
+
+ private:
+  NonFiniteSentinel sentinel_;  // declared first: it outlives its attachments
+  AttachmentSet attachments_;
+};
+
+/// The sentinel's side of a call's `find_nonfinite` (detail/module/nonfinite_request.hpp):
+/// `call` runs under a watch rooted at `root`, and `found` holds the finding after, also where
+/// the call throws.
+inline void run_watched_call(torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
+                             const std::function<void()>& call) {
+  found.reset();
+  NonFiniteWatch watch(root, std::string(root_name));
+  struct Report {
+    NonFiniteWatch& watch;
+    std::optional<NonFinite>& found;
+    ~Report() {
+      try {
+        found = watch.first();
+      } catch (...) {  // only bad_alloc: `found` stays empty
+      }
+    }
+  } report{watch, found};
+  call();
+}
+
+/// What NonFiniteTarget's constructor (capture/output_options.hpp) hands the traced forward.
+template <class Found>
+struct NonFiniteService {
+  static void run(torch::nn::Module& root, std::string_view root_name, Found& found, const std::function<void()>& call) {
+    run_watched_call(root, root_name, found, call);
+  }
+};
+
+}  // namespace tracetorch::detail
+// ---- end tracetorch/detail/nonfinite/watch.hpp ----
 
 namespace tracetorch {
 

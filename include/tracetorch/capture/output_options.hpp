@@ -24,7 +24,7 @@
 #include "tracetorch/detail/capture/record_index.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/nonfinite/finding.hpp"
-#include "tracetorch/detail/nonfinite/watch.hpp"  // serves find_nonfinite where a caller sets it
+#include "tracetorch/detail/module/nonfinite_request.hpp"  // NonFiniteRunner
 
 namespace tracetorch {
 
@@ -137,22 +137,39 @@ class LayerSelection {
   bool listed_ = false;
 };
 
+namespace detail {
+/// The sentinel's service for `find_nonfinite`, `run(root, name, found, call)`: defined in
+/// detail/nonfinite/watch.hpp, which <tracetorch/nonfinite.hpp> includes. Only declared here,
+/// so that a file that sees OutputOptions but sets no target (a model's) parses none of the
+/// sentinel (docs/performance.md, "Compile cost").
+template <class Found>
+struct NonFiniteService;
+}  // namespace detail
+
 /// Where a call's non-finite finding goes: `OutputOptions{.find_nonfinite = &found}`, with
 /// `std::optional<tracetorch::NonFinite> found`. Setting it is what makes the sentinel serve the
-/// call: only code that sets the option compiles the sentinel, not every translation unit that
-/// sees OutputOptions (a model's, whose compile cost docs/performance.md measures).
+/// call, so the file that sets it includes <tracetorch/nonfinite.hpp> (or tracetorch.hpp); one
+/// that does not gets a static_assert saying so (compile_fail/nonfinite_target_without_sentinel.cpp).
 class NonFiniteTarget {
  public:
   constexpr NonFiniteTarget() noexcept = default;
   constexpr NonFiniteTarget(std::nullptr_t) noexcept {}
-  NonFiniteTarget(std::optional<NonFinite>* found) noexcept : found_(found) {
-    detail::nonfinite_runner().store(&detail::run_watched_call, std::memory_order_release);
+  template <class Found>
+    requires std::is_same_v<Found, std::optional<NonFinite>>
+  NonFiniteTarget(Found* found) noexcept : found_(found) {  // NOLINT: implicit, `= &found` reads as the option
+    constexpr bool served = requires { sizeof(detail::NonFiniteService<Found>); };
+    static_assert(served, "find_nonfinite is served by the sentinel: #include <tracetorch/nonfinite.hpp>");
+    if constexpr (served) runner_ = &detail::NonFiniteService<Found>::run;
   }
   /// The finding's place, or null where the option is not set.
+  std::optional<NonFinite>* found() const noexcept { return found_; }
   operator std::optional<NonFinite>*() const noexcept { return found_; }
+  /// What serves the request (the sentinel's entry point), for the traced forward.
+  detail::NonFiniteRunner runner() const noexcept { return runner_; }
 
  private:
   std::optional<NonFinite>* found_ = nullptr;
+  detail::NonFiniteRunner runner_ = nullptr;
 };
 
 /// What a caller asks of a forward, as transformers' keyword arguments; unset means "ask the

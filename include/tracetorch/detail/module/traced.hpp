@@ -58,9 +58,9 @@ std::shared_ptr<torch::nn::Module> clone_traced(const TracedType& self, const c1
 #ifndef TRACETORCH_DISABLE
 #define TRACETORCH_DETAIL_FORWARD_BODY(Types, values)                                            \
   if constexpr (::tracetorch::detail::any_nonfinite_keywords<Types...>) {                         \
-    if (auto* found = ::tracetorch::detail::nonfinite_request(values...);                         \
-        found != nullptr && !::tracetorch::detail::nonfinite_running()) [[unlikely]] {            \
-      return ::tracetorch::detail::run_finding_nonfinite<R>(*this, this->traced_name(), *found, [&]() -> R { \
+    if (const auto request = ::tracetorch::detail::nonfinite_request(values...);                  \
+        request.found != nullptr && !::tracetorch::detail::nonfinite_running()) [[unlikely]] {    \
+      return ::tracetorch::detail::run_finding_nonfinite<R>(*this, this->traced_name(), request, [&]() -> R { \
         return this->call(std::forward<Types>(values)...);                                        \
       });                                                                                         \
     }                                                                                             \

@@ -62,4 +62,12 @@ inline void run_watched_call(torch::nn::Module& root, std::string_view root_name
   call();
 }
 
+/// What NonFiniteTarget's constructor (capture/output_options.hpp) hands the traced forward.
+template <class Found>
+struct NonFiniteService {
+  static void run(torch::nn::Module& root, std::string_view root_name, Found& found, const std::function<void()>& call) {
+    run_watched_call(root, root_name, found, call);
+  }
+};
+
 }  // namespace tracetorch::detail
