@@ -489,6 +489,10 @@ Result run_moe(const fs::path& bundle, Args args) {
   qwen2_moe::load_state_dict(*model, bundle / "model.safetensors");
   torch::manual_seed(1);
   const auto input_ids = torch::randint(config.vocab_size, {args.batch, args.seq}, torch::kLong);
+  if (!args.export_dir.empty()) {
+    bench_export::write_moe_bundle(args.export_dir / "moe", bundle, input_ids, model({.input_ids = input_ids}).last_hidden_state);
+    return {};
+  }
   std::erase_if(args.modes, [](char mode) { return mode == 'b' || mode == 'g'; });
   const auto sparse_layers = config.num_hidden_layers - static_cast<std::int64_t>(config.mlp_only_layers.size());
   const fs::path repr_dir = args.out / "moe_repr", files_dir = args.out / "moe_safetensors";

@@ -38,6 +38,19 @@ inline void write_bundle(const std::filesystem::path& dir, const llama::LlamaCon
   tracetorch::safetensors::save(dir / "last_hidden_state.safetensors", last_hidden_state);
 }
 
+/// The Qwen2-MoE bundle (--config moe): the fixture's own config.json and model.safetensors,
+/// copied as they are (the other side raises max_position_embeddings to the sequence length, as
+/// the bench does), and the bench's input ids and last_hidden_state, as write_bundle writes them.
+inline void write_moe_bundle(const std::filesystem::path& dir, const std::filesystem::path& fixture,
+                             const torch::Tensor& input_ids, const torch::Tensor& last_hidden_state) {
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"config.json", "model.safetensors"}) {
+    std::filesystem::copy_file(fixture / name, dir / name, std::filesystem::copy_options::overwrite_existing);
+  }
+  tracetorch::safetensors::save(dir / "input_ids.safetensors", {{"input_ids", input_ids}});
+  tracetorch::safetensors::save(dir / "last_hidden_state.safetensors", last_hidden_state);
+}
+
 /// Appends one line per mode to FILE: `config<TAB>mode letter<TAB>seconds per forward, space separated`.
 inline void append_samples(const std::filesystem::path& file, const std::string& config, char mode,
                            const std::vector<double>& seconds) {

@@ -3,7 +3,8 @@
 
 Both sides run the same model, weights and input ids: tracetorch_bench writes its model as a
 bundle (--export), and the Python side loads that bundle into the reference's upstream Llama
-(llama_upstream.py) and traces it with the seed's debugger (hf_debugger_seed.py), which mirrors
+(llama_upstream.py), or for --config moe its Qwen2-MoE (qwen2moe_ref.py, on the fixture
+tests/data/qwen2_moe that the bench's moe runs), and traces it with the seed's debugger (hf_debugger_seed.py), which mirrors
 transformers' model_addition_debugger_context. The runs interleave: each round runs
 tracetorch_bench once (modes a, d, e, f, --repeats R) and then R repeats of the Python modes in a
 shuffled order, the two sides taking turns to go first. Each side's samples are pooled over the
@@ -11,7 +12,7 @@ rounds; the table gives each side's medians, its ratios to its own plain forward
 Python in absolute time. It prints markdown, ready to paste.
 
   /usr/bin/python3 bench/side_by_side.py [--bench build/bench/tracetorch_bench]
-      [--reference DIR] [--config tiny|mid|seed004 ...] [--rounds N] [--repeats N] [--batch N] [--seq N]
+      [--reference DIR] [--config tiny|mid|seed004|moe ...] [--rounds N] [--repeats N] [--batch N] [--seq N]
 
 The reference directory: --reference, else $TRACETORCH_REFERENCE, else ../shared/reference beside
 the repository. Skips (exit 0, with a message) where python3-torch or the reference is missing.
@@ -39,7 +40,7 @@ def parse_args():
     p.add_argument("--bench", default=os.path.join(ROOT, "build", "bench", "tracetorch_bench"))
     p.add_argument("--reference", default=os.environ.get("TRACETORCH_REFERENCE",
                                                          os.path.join(os.path.dirname(ROOT), "shared", "reference")))
-    p.add_argument("--config", nargs="+", default=["tiny"], choices=["tiny", "mid", "seed004"])
+    p.add_argument("--config", nargs="+", default=["tiny"], choices=["tiny", "mid", "seed004", "moe"])
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (each side once per round)")
     p.add_argument("--repeats", type=int, default=3,
                    help="repeats per round and side (five times that for a forward under 50 ms, as the bench does)")
@@ -73,18 +74,29 @@ def load_safetensors(path):
 
 
 class PythonSide:
-    """The reference Llama on the bundle's weights, and the seed's debugger around it."""
+    """The reference model on the bundle's weights (Llama, or Qwen2-MoE for the moe bundle), and
+    the seed's debugger around it."""
 
-    def __init__(self, reference, bundle, work, threads):
+    def __init__(self, reference, bundle, work, threads, moe=False, seq=0):
         import torch
         sys.path.insert(0, reference)
-        import llama_upstream as ref
         from hf_debugger_seed import model_addition_debugger_context
         self.torch, self.context, self.work = torch, model_addition_debugger_context, work
         torch.set_num_threads(threads)
-        config = ref.LlamaConfig.from_json_file(os.path.join(bundle, "config.json"))
         torch.manual_seed(0)
-        self.model = ref.LlamaModel(config).eval()
+        if moe:
+            import qwen2moe_ref as ref
+            import inspect
+            with open(os.path.join(bundle, "config.json")) as f:
+                keys = json.load(f)
+            accepted = inspect.signature(ref.Qwen2MoeConfig).parameters  # not architectures, model_type, dtype
+            config = ref.Qwen2MoeConfig(**{k: v for k, v in keys.items() if k in accepted})
+            config.max_position_embeddings = max(config.max_position_embeddings, seq)  # as the bench does
+            self.model = ref.Qwen2MoeModel(config).eval()
+        else:
+            import llama_upstream as ref
+            config = ref.LlamaConfig.from_json_file(os.path.join(bundle, "config.json"))
+            self.model = ref.LlamaModel(config).eval()
         self.model.load_state_dict(load_safetensors(os.path.join(bundle, "model.safetensors")), strict=False)
         self.ids = load_safetensors(os.path.join(bundle, "input_ids.safetensors"))["input_ids"]
         expected = load_safetensors(os.path.join(bundle, "last_hidden_state.safetensors"))["data"]
@@ -143,7 +155,7 @@ def measure(args, config, work):
     run_bench(args, config, work, ["--export", bundle_root])
     header = run_bench(args, config, work, ["--modes", "a", "--repeats", "1"]).splitlines()[0]
     threads = int(header.split("torch threads ")[1].split()[0])
-    python = PythonSide(args.reference, os.path.join(bundle_root, config), work, threads)
+    python = PythonSide(args.reference, os.path.join(bundle_root, config), work, threads, moe=config == "moe", seq=args.seq)
     samples_file = os.path.join(work, f"samples_{config}.tsv")
     if os.path.exists(samples_file):
         os.remove(samples_file)
@@ -215,7 +227,7 @@ def main():
         import torch
     except ImportError:
         skip("python3-torch is missing (apt-get install python3-torch)")
-    for name in ("hf_debugger_seed.py", "llama_upstream.py"):
+    for name in ("hf_debugger_seed.py", "llama_upstream.py") + (("qwen2moe_ref.py",) if "moe" in args.config else ()):
         if not os.path.exists(os.path.join(args.reference, name)):
             skip(f"{os.path.join(args.reference, name)} is missing (give --reference DIR or TRACETORCH_REFERENCE)")
     if not os.access(args.bench, os.X_OK):
@@ -237,7 +249,8 @@ def main():
         print("\n".join(rows))
         notes.append(f"- {config}: {note}.")
     print("\nThe plain forwards: C++ is plain LibTorch (bench/plain_llama.cpp), Python the reference's upstream Llama; "
-          "\"plain again\" is each side's noise floor.")
+          "for moe, no plain LibTorch MoE exists, so C++'s is the annotated port untraced (examples/qwen2_moe) and "
+          "Python's the reference's Qwen2-MoE; \"plain again\" is each side's noise floor.")
     print("\n".join(notes))
 
 
