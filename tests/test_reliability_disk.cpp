@@ -1,5 +1,6 @@
 // Reliability of the model addition debugger (issue 8): a full disk (a small tmpfs), a file size
-// limit (EFBIG) and a debug_path that becomes read-only: a clear error, the previous trace whole.
+// limit (EFBIG) and a debug_path that becomes read-only: a clear error, the previous trace whole;
+// and the per-file writer's own errors after a failed write.
 // docs/reliability.md lists each case.
 
 #include <doctest/doctest.h>
@@ -245,6 +246,29 @@ DOCTEST_TEST_CASE("a debug_path that becomes read-only: a clear error, the previ
     model(outer_input(1.0));
     DOCTEST_CHECK(snapshot(dir.path()) == second);
   }
+}
+
+DOCTEST_TEST_CASE("a file's writer: a write after a failed write names that failure; after finish(), 'already finished'") {
+  TempDir dir;
+  const int directory = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DOCTEST_REQUIRE(directory >= 0);
+  const std::string block(64 * 1024, 'x');  // larger than the writer's buffer: written at once
+  {
+    tracetorch::detail::StagedFileWriter writer(directory, "failed.bin", dir.path() / "failed.bin");
+    {
+      FileSizeLimit limit(4096);
+      DOCTEST_CHECK_THROWS_WITH_AS(writer.write(block), doctest::Contains("File too large"), tracetorch::Error);
+    }
+    DOCTEST_CHECK_THROWS_WITH_AS(writer.write("more"), doctest::Contains("failed.bin: an earlier write failed"), tracetorch::Error);
+    DOCTEST_CHECK_THROWS_WITH_AS(writer.finish(), doctest::Contains("failed.bin: an earlier write failed"), tracetorch::Error);
+  }
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir.path() / "failed.bin"));  // an unfinished writer removes its file
+  tracetorch::detail::StagedFileWriter writer(directory, "done.bin", dir.path() / "done.bin");
+  writer.write(block);
+  writer.finish();
+  DOCTEST_CHECK(std::filesystem::file_size(dir.path() / "done.bin") == block.size());
+  DOCTEST_CHECK_THROWS_WITH_AS(writer.write("more"), doctest::Contains("done.bin: already finished"), tracetorch::Error);
+  ::close(directory);
 }
 
 }  // DOCTEST_TEST_SUITE

@@ -11086,7 +11086,7 @@ class StagedFileWriter {
   }
 
   void write(const void* data, std::size_t size) {
-    if (!fd_) throw Error("tracetorch: cannot write " + shown_as_.string() + ": already finished");
+    if (!fd_) throw Error("tracetorch: cannot write " + shown_as_.string() + (finished_ ? ": already finished" : ": an earlier write failed"));
     if (size <= sizeof(buffer_) - buffered_) {
       std::memcpy(buffer_ + buffered_, data, size);
       buffered_ += size;
