@@ -15,6 +15,14 @@
 
 namespace bench_export {
 
+/// A bundle's input ids {"input_ids"} and the C++ side's last_hidden_state {"data"}, which the
+/// other side checks its own output against.
+inline void write_input_and_output(const std::filesystem::path& dir, const torch::Tensor& input_ids,
+                                   const torch::Tensor& last_hidden_state) {
+  tracetorch::safetensors::save(dir / "input_ids.safetensors", {{"input_ids", input_ids}});
+  tracetorch::safetensors::save(dir / "last_hidden_state.safetensors", last_hidden_state);
+}
+
 /// Writes DIR/config.json (transformers' LlamaConfig keys), model.safetensors (the annotated
 /// model's state dict, transformers' names), input_ids.safetensors {"input_ids"} and
 /// last_hidden_state.safetensors {"data"} (the annotated model's output, for the other side's check).
@@ -34,21 +42,19 @@ inline void write_bundle(const std::filesystem::path& dir, const llama::LlamaCon
   tracetorch::safetensors::NamedTensors weights;
   for (const auto& item : model.named_parameters(/*recurse=*/true)) weights.emplace_back(item.key(), item.value());
   tracetorch::safetensors::save(dir / "model.safetensors", weights);
-  tracetorch::safetensors::save(dir / "input_ids.safetensors", {{"input_ids", input_ids}});
-  tracetorch::safetensors::save(dir / "last_hidden_state.safetensors", last_hidden_state);
+  write_input_and_output(dir, input_ids, last_hidden_state);
 }
 
 /// The Qwen2-MoE bundle (--config moe): the fixture's own config.json and model.safetensors,
 /// copied as they are (the other side raises max_position_embeddings to the sequence length, as
-/// the bench does), and the bench's input ids and last_hidden_state, as write_bundle writes them.
+/// the bench does), and the bench's input ids and last_hidden_state.
 inline void write_moe_bundle(const std::filesystem::path& dir, const std::filesystem::path& fixture,
                              const torch::Tensor& input_ids, const torch::Tensor& last_hidden_state) {
   std::filesystem::create_directories(dir);
   for (const char* name : {"config.json", "model.safetensors"}) {
     std::filesystem::copy_file(fixture / name, dir / name, std::filesystem::copy_options::overwrite_existing);
   }
-  tracetorch::safetensors::save(dir / "input_ids.safetensors", {{"input_ids", input_ids}});
-  tracetorch::safetensors::save(dir / "last_hidden_state.safetensors", last_hidden_state);
+  write_input_and_output(dir, input_ids, last_hidden_state);
 }
 
 /// Appends one line per mode to FILE: `config<TAB>mode letter<TAB>seconds per forward, space separated`.
