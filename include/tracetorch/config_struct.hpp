@@ -21,9 +21,21 @@
 /// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
 /// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
 /// not, every field in order). Checked at compile time, one readable error each: a name that is
-/// not a member, a field left out, fields out of declaration order. (Boost.PFR >= 1.84 can name
-/// fields itself, `boost::pfr::names_as_array`; Debian 12 has 1.81, so the names are listed.)
-#define TRACETORCH_CONFIG(Type, ...)                                                                   \
+/// not a member, a field left out, fields out of declaration order. With Boost >= 1.84, whose
+/// Boost.PFR names fields, `TRACETORCH_CONFIG(Type)` alone takes the names from the struct
+/// (TRACETORCH_FIELD_NAMES_FROM_PFR says which); Debian 12 has 1.81, where the names are listed.
+#define TRACETORCH_CONFIG(Type, ...) \
+  TRACETORCH_DETAIL_IF_NAMES_LISTED(TRACETORCH_DETAIL_CONFIG_LISTED, TRACETORCH_DETAIL_CONFIG_FROM_PFR, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_CONFIG_FROM_PFR(Type, ...)                                                   \
+  template <class Self, class Visitor>                                                                 \
+    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
+  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
+    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(value, visit);                             \
+  }                                                                                                    \
+  TRACETORCH_DETAIL_ASSERT_PFR_NAMES(TRACETORCH_CONFIG, Type)
+
+#define TRACETORCH_DETAIL_CONFIG_LISTED(Type, ...)                                                     \
   template <class Self, class Visitor>                                                                 \
     requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
   void tracetorch_config(Self& value, Visitor&& visit) {                                               \

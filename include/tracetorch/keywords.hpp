@@ -154,7 +154,13 @@ class Keyword {
 /// The list is checked at compile time, one readable error each: a name that is not a member, a
 /// field left out, fields out of declaration order ("TRACETORCH_KEYWORDS(S, ...) must list the
 /// fields in declaration order": the recorded order would silently differ from the call's).
-#define TRACETORCH_KEYWORDS(Type, ...)                                                               \
+///
+/// With Boost >= 1.84, whose Boost.PFR names fields, `TRACETORCH_KEYWORDS(Type)` alone takes the
+/// names from the struct (tests/test_keywords.cpp; TRACETORCH_FIELD_NAMES_FROM_PFR says which).
+#define TRACETORCH_KEYWORDS(Type, ...) \
+  TRACETORCH_DETAIL_IF_NAMES_LISTED(TRACETORCH_DETAIL_KEYWORDS_LISTED, TRACETORCH_DETAIL_KEYWORDS_FROM_PFR, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_KEYWORDS_LISTED(Type, ...)                                                 \
   template <class Visitor>                                                                           \
   void tracetorch_keywords(const Type& object, Visitor&& visit) {                                    \
     const ::tracetorch::detail::dependent_type_t<Type, Visitor>& value = object;                     \
@@ -166,3 +172,15 @@ class Keyword {
     BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
   }                                                                                                  \
   TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_KEYWORDS, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_KEYWORDS_FROM_PFR(Type, ...)                                                         \
+  template <class Visitor>                                                                                     \
+  void tracetorch_keywords(const Type& object, Visitor&& visit) {                                              \
+    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(                                                   \
+        object, [&](::std::string_view name, const auto& field) { ::tracetorch::detail::visit_keyword_field(visit, name, field); }); \
+  }                                                                                                            \
+  template <class Visitor>                                                                                     \
+  void tracetorch_keywords(Type& object, Visitor&& visit) {                                                    \
+    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(object, visit);                                    \
+  }                                                                                                            \
+  TRACETORCH_DETAIL_ASSERT_PFR_NAMES(TRACETORCH_KEYWORDS, Type)

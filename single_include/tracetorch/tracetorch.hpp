@@ -1421,6 +1421,13 @@ inline bool python_printable(std::uint32_t code) {
 
 namespace tracetorch::detail {
 
+/// The low `digits` hex digits of `value`, lowercase: how every escape tracetorch writes spells
+/// them (`\xNN` in messages and HTML, `\uNNNN` in JSON, Python's `\x`/`\u`/`\U`).
+inline void append_hex_digits(std::string& out, std::uint32_t value, int digits) {
+  static constexpr char hex[] = "0123456789abcdef";
+  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(value >> shift) & 0xF];
+}
+
 /// One step of decoding: a code point, or an ill-formed run of bytes.
 struct Utf8Step {
   std::uint32_t code = 0;  ///< the code point; for an ill-formed run, its first byte
@@ -1502,11 +1509,10 @@ namespace tracetorch::detail {
 
 /// `\xhh`, `\uhhhh` or `\Uhhhhhhhh`, the shortest of the three that holds `code`.
 inline void append_python_hex_escape(std::string& out, std::uint32_t code) {
-  static constexpr char hex[] = "0123456789abcdef";
   const int digits = code <= 0xFF ? 2 : code <= 0xFFFF ? 4 : 8;
   out += '\\';
   out += digits == 2 ? 'x' : digits == 4 ? 'u' : 'U';
-  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(code >> shift) & 0xF];
+  append_hex_digits(out, code, digits);
 }
 
 /// repr(str): single quotes unless the text has ' and no ", backslash escapes for the quote,
@@ -5249,6 +5255,7 @@ namespace tracetorch::detail {
 #include <string_view>
 #include <vector>
 
+
 namespace tracetorch::detail {
 
 /// A name or value as it appears in an error message: quoted, control bytes escaped, and cut
@@ -5259,10 +5266,8 @@ inline std::string quoted_for_message(std::string_view text) {
   for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-      static constexpr char hex[] = "0123456789abcdef";
       out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+      append_hex_digits(out, c, 2);
     } else {
       out += static_cast<char>(c);
     }
@@ -6609,9 +6614,8 @@ inline std::size_t json_plain_run_end(std::string_view text, std::size_t i) {
 
 /// `\uXXXX` with lowercase hex, one UTF-16 code unit.
 inline void append_json_u_escape(std::string& out, std::uint32_t unit) {
-  static constexpr char hex[] = "0123456789abcdef";
   out += "\\u";
-  for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 0xF];
+  append_hex_digits(out, unit, 4);
 }
 
 /// One code point that is not plain printable ASCII: the short escapes json.dumps uses, else
@@ -8082,8 +8086,17 @@ inline boost::json::value parse_python_literal_as_json(std::string_view text) {
 /// agrees with the struct: each name a member, every member listed, in declaration order. Each
 /// check is one static_assert with one readable line, and the checks never cascade: a name that
 /// is not a member is tested in a dependent context, so it fails only its own assertion.
+///
+/// Where Boost.PFR can name fields itself (Boost >= 1.84, `boost::pfr::get_name`), the macros
+/// also take the type alone, `TRACETORCH_CONFIG(Type)`: the names then come from the struct, so
+/// there is no list to check. With an older Boost that form is one static_assert.
 
 #include <boost/pfr/core.hpp>
+#if __has_include(<boost/pfr/core_name.hpp>)
+#include <boost/pfr/core_name.hpp>
+#endif
+#include <boost/preprocessor/control/iif.hpp>
+#include <boost/preprocessor/facilities/check_empty.hpp>
 #include <boost/preprocessor/punctuation/comma_if.hpp>
 #include <boost/preprocessor/seq/elem.hpp>
 #include <boost/preprocessor/seq/for_each.hpp>
@@ -8095,7 +8108,17 @@ inline boost::json::value parse_python_literal_as_json(std::string_view text) {
 #include <cstddef>
 #include <initializer_list>
 #include <limits>
+#include <string_view>
 #include <type_traits>
+#include <utility>
+
+/// 1 where Boost.PFR names fields (Boost >= 1.84 in C++20): TRACETORCH_KEYWORDS(Type) and
+/// TRACETORCH_CONFIG(Type) may then leave the field names out.
+#if defined(BOOST_PFR_CORE_NAME_ENABLED) && BOOST_PFR_CORE_NAME_ENABLED
+#define TRACETORCH_FIELD_NAMES_FROM_PFR 1
+#else
+#define TRACETORCH_FIELD_NAMES_FROM_PFR 0
+#endif
 
 namespace tracetorch::detail {
 
@@ -8124,7 +8147,27 @@ constexpr bool in_declaration_order(std::initializer_list<std::size_t> offsets) 
   return true;
 }
 
+/// `visit(name, field)` for every field of `value` (a `Type`, const or not), in declaration
+/// order, the names from Boost.PFR.
+template <class Type, class Self, class Visit>
+void for_each_field_named_by_pfr(Self& value, Visit&& visit) {
+#if TRACETORCH_FIELD_NAMES_FROM_PFR
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (visit(std::string_view(::boost::pfr::get_name<I, Type>()), ::boost::pfr::get<I>(value)), ...);
+  }(std::make_index_sequence<::boost::pfr::tuple_size_v<Type>>{});
+#endif  // else the macro's own static_assert has failed: no second error here
+}
+
 }  // namespace tracetorch::detail
+
+/// `Listed(Type, names...)` where names follow the type, else `Unlisted(Type)`.
+#define TRACETORCH_DETAIL_IF_NAMES_LISTED(Listed, Unlisted, Type, ...) \
+  BOOST_PP_IIF(BOOST_PP_CHECK_EMPTY(__VA_ARGS__), Unlisted, Listed)(Type, __VA_ARGS__)
+
+/// The one error of `Macro(Type)` where Boost.PFR cannot name fields.
+#define TRACETORCH_DETAIL_ASSERT_PFR_NAMES(Macro, Type)                                    \
+  static_assert(TRACETORCH_FIELD_NAMES_FROM_PFR, #Macro "(" #Type ") without field names needs Boost >= 1.84 " \
+                "(Boost.PFR names fields); list them: " #Macro "(" #Type ", field, ...)")
 
 /// Whether `Type` has a member `field`, without an error when it has not.
 #define TRACETORCH_DETAIL_HAS_MEMBER(Type, field) \
@@ -8166,9 +8209,21 @@ constexpr bool in_declaration_order(std::initializer_list<std::size_t> offsets) 
 /// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
 /// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
 /// not, every field in order). Checked at compile time, one readable error each: a name that is
-/// not a member, a field left out, fields out of declaration order. (Boost.PFR >= 1.84 can name
-/// fields itself, `boost::pfr::names_as_array`; Debian 12 has 1.81, so the names are listed.)
-#define TRACETORCH_CONFIG(Type, ...)                                                                   \
+/// not a member, a field left out, fields out of declaration order. With Boost >= 1.84, whose
+/// Boost.PFR names fields, `TRACETORCH_CONFIG(Type)` alone takes the names from the struct
+/// (TRACETORCH_FIELD_NAMES_FROM_PFR says which); Debian 12 has 1.81, where the names are listed.
+#define TRACETORCH_CONFIG(Type, ...) \
+  TRACETORCH_DETAIL_IF_NAMES_LISTED(TRACETORCH_DETAIL_CONFIG_LISTED, TRACETORCH_DETAIL_CONFIG_FROM_PFR, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_CONFIG_FROM_PFR(Type, ...)                                                   \
+  template <class Self, class Visitor>                                                                 \
+    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
+  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
+    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(value, visit);                             \
+  }                                                                                                    \
+  TRACETORCH_DETAIL_ASSERT_PFR_NAMES(TRACETORCH_CONFIG, Type)
+
+#define TRACETORCH_DETAIL_CONFIG_LISTED(Type, ...)                                                     \
   template <class Self, class Visitor>                                                                 \
     requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
   void tracetorch_config(Self& value, Visitor&& visit) {                                               \
@@ -12446,7 +12501,13 @@ class Keyword {
 /// The list is checked at compile time, one readable error each: a name that is not a member, a
 /// field left out, fields out of declaration order ("TRACETORCH_KEYWORDS(S, ...) must list the
 /// fields in declaration order": the recorded order would silently differ from the call's).
-#define TRACETORCH_KEYWORDS(Type, ...)                                                               \
+///
+/// With Boost >= 1.84, whose Boost.PFR names fields, `TRACETORCH_KEYWORDS(Type)` alone takes the
+/// names from the struct (tests/test_keywords.cpp; TRACETORCH_FIELD_NAMES_FROM_PFR says which).
+#define TRACETORCH_KEYWORDS(Type, ...) \
+  TRACETORCH_DETAIL_IF_NAMES_LISTED(TRACETORCH_DETAIL_KEYWORDS_LISTED, TRACETORCH_DETAIL_KEYWORDS_FROM_PFR, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_KEYWORDS_LISTED(Type, ...)                                                 \
   template <class Visitor>                                                                           \
   void tracetorch_keywords(const Type& object, Visitor&& visit) {                                    \
     const ::tracetorch::detail::dependent_type_t<Type, Visitor>& value = object;                     \
@@ -12458,6 +12519,18 @@ class Keyword {
     BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
   }                                                                                                  \
   TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_KEYWORDS, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_KEYWORDS_FROM_PFR(Type, ...)                                                         \
+  template <class Visitor>                                                                                     \
+  void tracetorch_keywords(const Type& object, Visitor&& visit) {                                              \
+    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(                                                   \
+        object, [&](::std::string_view name, const auto& field) { ::tracetorch::detail::visit_keyword_field(visit, name, field); }); \
+  }                                                                                                            \
+  template <class Visitor>                                                                                     \
+  void tracetorch_keywords(Type& object, Visitor&& visit) {                                                    \
+    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(object, visit);                                    \
+  }                                                                                                            \
+  TRACETORCH_DETAIL_ASSERT_PFR_NAMES(TRACETORCH_KEYWORDS, Type)
 // ---- end tracetorch/keywords.hpp ----
 // ---- begin tracetorch/nn.hpp ----
 /// \file

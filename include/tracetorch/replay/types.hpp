@@ -30,12 +30,8 @@ struct ReplayOptions {
 enum class ReplayStatus { match, diverges, not_replayable };
 
 inline std::string_view replay_status_name(ReplayStatus status) {
-  switch (status) {
-    case ReplayStatus::match: return "match";
-    case ReplayStatus::diverges: return "diverges";
-    case ReplayStatus::not_replayable: return "not_replayable";
-  }
-  return "?";
+  constexpr std::string_view names[] = {"match", "diverges", "not_replayable"};  // in the enum's order
+  return names[static_cast<int>(status)];
 }
 
 /// One recorded call, replayed.

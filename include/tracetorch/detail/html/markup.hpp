@@ -35,10 +35,8 @@ inline void append_escaped(std::string& out, std::string_view text) {
         case '\'': out += "&#39;"; break;
         default:
           if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') {
-            static constexpr char hex[] = "0123456789abcdef";
             out += "\\x";
-            out += hex[byte >> 4];
-            out += hex[byte & 0xF];
+            append_hex_digits(out, byte, 2);
           } else {
             out += static_cast<char>(byte);
           }

@@ -4,8 +4,17 @@
 /// agrees with the struct: each name a member, every member listed, in declaration order. Each
 /// check is one static_assert with one readable line, and the checks never cascade: a name that
 /// is not a member is tested in a dependent context, so it fails only its own assertion.
+///
+/// Where Boost.PFR can name fields itself (Boost >= 1.84, `boost::pfr::get_name`), the macros
+/// also take the type alone, `TRACETORCH_CONFIG(Type)`: the names then come from the struct, so
+/// there is no list to check. With an older Boost that form is one static_assert.
 
 #include <boost/pfr/core.hpp>
+#if __has_include(<boost/pfr/core_name.hpp>)
+#include <boost/pfr/core_name.hpp>
+#endif
+#include <boost/preprocessor/control/iif.hpp>
+#include <boost/preprocessor/facilities/check_empty.hpp>
 #include <boost/preprocessor/punctuation/comma_if.hpp>
 #include <boost/preprocessor/seq/elem.hpp>
 #include <boost/preprocessor/seq/for_each.hpp>
@@ -17,7 +26,17 @@
 #include <cstddef>
 #include <initializer_list>
 #include <limits>
+#include <string_view>
 #include <type_traits>
+#include <utility>
+
+/// 1 where Boost.PFR names fields (Boost >= 1.84 in C++20): TRACETORCH_KEYWORDS(Type) and
+/// TRACETORCH_CONFIG(Type) may then leave the field names out.
+#if defined(BOOST_PFR_CORE_NAME_ENABLED) && BOOST_PFR_CORE_NAME_ENABLED
+#define TRACETORCH_FIELD_NAMES_FROM_PFR 1
+#else
+#define TRACETORCH_FIELD_NAMES_FROM_PFR 0
+#endif
 
 namespace tracetorch::detail {
 
@@ -46,7 +65,27 @@ constexpr bool in_declaration_order(std::initializer_list<std::size_t> offsets) 
   return true;
 }
 
+/// `visit(name, field)` for every field of `value` (a `Type`, const or not), in declaration
+/// order, the names from Boost.PFR.
+template <class Type, class Self, class Visit>
+void for_each_field_named_by_pfr(Self& value, Visit&& visit) {
+#if TRACETORCH_FIELD_NAMES_FROM_PFR
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (visit(std::string_view(::boost::pfr::get_name<I, Type>()), ::boost::pfr::get<I>(value)), ...);
+  }(std::make_index_sequence<::boost::pfr::tuple_size_v<Type>>{});
+#endif  // else the macro's own static_assert has failed: no second error here
+}
+
 }  // namespace tracetorch::detail
+
+/// `Listed(Type, names...)` where names follow the type, else `Unlisted(Type)`.
+#define TRACETORCH_DETAIL_IF_NAMES_LISTED(Listed, Unlisted, Type, ...) \
+  BOOST_PP_IIF(BOOST_PP_CHECK_EMPTY(__VA_ARGS__), Unlisted, Listed)(Type, __VA_ARGS__)
+
+/// The one error of `Macro(Type)` where Boost.PFR cannot name fields.
+#define TRACETORCH_DETAIL_ASSERT_PFR_NAMES(Macro, Type)                                    \
+  static_assert(TRACETORCH_FIELD_NAMES_FROM_PFR, #Macro "(" #Type ") without field names needs Boost >= 1.84 " \
+                "(Boost.PFR names fields); list them: " #Macro "(" #Type ", field, ...)")
 
 /// Whether `Type` has a member `field`, without an error when it has not.
 #define TRACETORCH_DETAIL_HAS_MEMBER(Type, field) \

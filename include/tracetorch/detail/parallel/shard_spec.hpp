@@ -18,12 +18,8 @@ namespace tracetorch::detail {
 enum class ParallelStyle { colwise, rowwise, local };
 
 inline std::string_view parallel_style_name(ParallelStyle style) {
-  switch (style) {
-    case ParallelStyle::colwise: return "colwise";
-    case ParallelStyle::rowwise: return "rowwise";
-    case ParallelStyle::local: return "local";
-  }
-  return "?";
+  constexpr std::string_view names[] = {"colwise", "rowwise", "local"};  // in the enum's order
+  return names[static_cast<int>(style)];
 }
 
 /// A shard along one dimension: elements [offset, offset + size) of `full`.

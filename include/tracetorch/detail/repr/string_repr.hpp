@@ -15,11 +15,10 @@ namespace tracetorch::detail {
 
 /// `\xhh`, `\uhhhh` or `\Uhhhhhhhh`, the shortest of the three that holds `code`.
 inline void append_python_hex_escape(std::string& out, std::uint32_t code) {
-  static constexpr char hex[] = "0123456789abcdef";
   const int digits = code <= 0xFF ? 2 : code <= 0xFFFF ? 4 : 8;
   out += '\\';
   out += digits == 2 ? 'x' : digits == 4 ? 'u' : 'U';
-  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(code >> shift) & 0xF];
+  append_hex_digits(out, code, digits);
 }
 
 /// repr(str): single quotes unless the text has ' and no ", backslash escapes for the quote,

@@ -43,9 +43,8 @@ inline std::size_t json_plain_run_end(std::string_view text, std::size_t i) {
 
 /// `\uXXXX` with lowercase hex, one UTF-16 code unit.
 inline void append_json_u_escape(std::string& out, std::uint32_t unit) {
-  static constexpr char hex[] = "0123456789abcdef";
   out += "\\u";
-  for (int shift = 12; shift >= 0; shift -= 4) out += hex[(unit >> shift) & 0xF];
+  append_hex_digits(out, unit, 4);
 }
 
 /// One code point that is not plain printable ASCII: the short escapes json.dumps uses, else

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tracetorch/detail/text/unicode.hpp"  // append_hex_digits
+
 namespace tracetorch::detail {
 
 /// A name or value as it appears in an error message: quoted, control bytes escaped, and cut
@@ -20,10 +22,8 @@ inline std::string quoted_for_message(std::string_view text) {
   for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-      static constexpr char hex[] = "0123456789abcdef";
       out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+      append_hex_digits(out, c, 2);
     } else {
       out += static_cast<char>(c);
     }

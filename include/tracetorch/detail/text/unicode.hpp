@@ -10,6 +10,13 @@
 
 namespace tracetorch::detail {
 
+/// The low `digits` hex digits of `value`, lowercase: how every escape tracetorch writes spells
+/// them (`\xNN` in messages and HTML, `\uNNNN` in JSON, Python's `\x`/`\u`/`\U`).
+inline void append_hex_digits(std::string& out, std::uint32_t value, int digits) {
+  static constexpr char hex[] = "0123456789abcdef";
+  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(value >> shift) & 0xF];
+}
+
 /// One step of decoding: a code point, or an ill-formed run of bytes.
 struct Utf8Step {
   std::uint32_t code = 0;  ///< the code point; for an ill-formed run, its first byte
