@@ -4,8 +4,10 @@
 //
 //   tracetorch_bench [--config tiny|mid|seed004|both|moe] [--repeats N] [--out DIR] [--disk-mb N]
 //                    [--modes abcdefgh] [--reuse-repeated-tensors on|off]
-//                    [--reuse-previous-files on|off] [--tiny-config PATH] [--batch N] [--seq N]
-//                    [--samples FILE] [--export DIR] [--post-costs] [--world-size N]
+//                    [--reuse-previous-files on|off] [--prune-layers on|off] [--tiny-config PATH]
+//                    [--batch N] [--seq N] [--samples FILE] [--export DIR] [--post-costs] [--world-size N]
+// --prune-layers on traces as the debugger's default does (the middle layer blocks left out of
+// the JSON files); off, the default here, records every layer, the costlier case.
 // --export writes the config's model as a bundle (config.json, model.safetensors,
 // input_ids.safetensors, last_hidden_state.safetensors) and exits: bench/side_by_side.py runs
 // transformers' debugger on it. --samples writes every timed sample, one line per mode.
@@ -64,6 +66,7 @@ struct Args {
   std::string modes = "abcdefg";  // which modes to time (a is always run: it is the baseline; h on request)
   bool reuse_repeated_tensors = true;
   bool reuse_previous_files = true;
+  bool prune_layers = false;  // off: every layer's tensors recorded (the debugger's default is on)
   std::int64_t batch = 4;
   std::int64_t seq = 30;
   fs::path samples;  // empty: none written
@@ -75,7 +78,8 @@ struct Args {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "tracetorch_bench: " << why
             << "\nusage: tracetorch_bench [--config tiny|mid|seed004|both|moe] [--repeats N] [--out DIR] [--disk-mb N]"
-               " [--modes abcdefgh] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--tiny-config PATH]"
+               " [--modes abcdefgh] [--reuse-repeated-tensors on|off] [--reuse-previous-files on|off] [--prune-layers on|off]"
+               " [--tiny-config PATH]"
                " [--batch N] [--seq N] [--samples FILE] [--export DIR] [--post-costs] [--world-size N]\n";
   std::exit(2);
 }
@@ -110,6 +114,10 @@ Args parse_args(int argc, char** argv) {
       const std::string on = value();
       if (on != "on" && on != "off") usage("--reuse-previous-files takes on or off");
       args.reuse_previous_files = on == "on";
+    } else if (flag == "--prune-layers") {
+      const std::string on = value();
+      if (on != "on" && on != "off") usage("--prune-layers takes on or off");
+      args.prune_layers = on == "on";
     } else if (flag == "--batch" || flag == "--seq") {
       const auto n = std::stoll(value());
       if (n < 1) usage(flag + " must be at least 1");
@@ -447,13 +455,13 @@ Result run_config(const NamedConfig& named, const Args& args) {
         break;
       }
       case kDebugRepr: {
-        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = repr_dir, .do_prune_layers = false, .use_repr = true,
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = repr_dir, .do_prune_layers = args.prune_layers, .use_repr = true,
                                                                   .reuse_repeated_tensors = args.reuse_repeated_tensors});
         (void)model({.input_ids = input_ids});
         break;
       }
       case kDebugFiles: {
-        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = false, .use_repr = false,
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = args.prune_layers, .use_repr = false,
                                                                   .reuse_repeated_tensors = args.reuse_repeated_tensors,
                                                                   .reuse_previous_files = args.reuse_previous_files});
         (void)model({.input_ids = input_ids});
@@ -513,12 +521,12 @@ Result run_moe(const fs::path& bundle, Args args) {
         break;
       }
       case kDebugRepr: {
-        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = repr_dir, .do_prune_layers = false, .use_repr = true});
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = repr_dir, .do_prune_layers = args.prune_layers, .use_repr = true});
         (void)model({.input_ids = input_ids});
         break;
       }
       case kDebugFiles: {
-        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = false, .use_repr = false});
+        auto guard = tracetorch::model_addition_debugger(model, {.debug_path = files_dir, .do_prune_layers = args.prune_layers, .use_repr = false});
         (void)model({.input_ids = input_ids});
         break;
       }
@@ -566,7 +574,7 @@ void run_rank(const NamedConfig& named, Args args, const tracetorch::nn::TensorP
   const auto run = [&](Mode mode) {
     if (mode == kDebugRepr || mode == kDebugFiles) {
       auto guard = tracetorch::model_addition_debugger(
-          model, {.debug_path = mode == kDebugRepr ? repr_dir : files_dir, .do_prune_layers = false,
+          model, {.debug_path = mode == kDebugRepr ? repr_dir : files_dir, .do_prune_layers = args.prune_layers,
                   .use_repr = mode == kDebugRepr, .rank = 0});  // every rank records, into its own directory
       (void)model({.input_ids = input_ids});
     } else {

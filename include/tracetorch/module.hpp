@@ -19,7 +19,8 @@
 #include <type_traits>
 
 #include "tracetorch/config.hpp"
-#include "tracetorch/detail/module/holder.hpp"  // also tracetorch::is_traceable_v
+#include "tracetorch/detail/module/holder.hpp"
+#include "tracetorch/traceable.hpp"  // tracetorch::is_traceable_v
 
 /// `TRACETORCH_TRACEABLE(Name)` after `struct NameImpl : torch::nn::Module {...};` defines the
 /// holder `Name` like `TORCH_MODULE(Name)` and registers "Name" (a trace shows it as the root's

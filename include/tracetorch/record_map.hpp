@@ -18,6 +18,7 @@
 #include "tracetorch/detail/capture/output_fields.hpp"
 #include "tracetorch/detail/capture/record_index.hpp"
 #include "tracetorch/capture/recorder.hpp"
+#include "tracetorch/traceable.hpp"
 #include "tracetorch/module.hpp"
 
 namespace tracetorch {

@@ -19,6 +19,7 @@
 #include "tracetorch/detail/capture/replacement_builder.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/detail/module/holder.hpp"
+#include "tracetorch/traceable.hpp"
 
 namespace tracetorch {
 

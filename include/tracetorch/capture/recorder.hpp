@@ -10,6 +10,7 @@
 #include "tracetorch/detail/capture/output_fields.hpp"
 #include "tracetorch/detail/capture/record_index.hpp"
 #include "tracetorch/detail/module/holder.hpp"
+#include "tracetorch/traceable.hpp"
 
 namespace tracetorch {
 

@@ -16,6 +16,7 @@
 #include "tracetorch/capture/recorder.hpp"
 #include "tracetorch/detail/capture/session.hpp"
 #include "tracetorch/detail/module/holder.hpp"
+#include "tracetorch/traceable.hpp"
 
 namespace tracetorch::detail {
 

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "tracetorch/detail/module/holder.hpp"
+#include "tracetorch/traceable.hpp"
 
 namespace tracetorch::detail {
 

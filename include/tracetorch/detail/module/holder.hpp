@@ -123,14 +123,3 @@ template <class T>
 using traced_type_t = typename traced_type<T>::type;
 
 }  // namespace tracetorch::detail
-
-namespace tracetorch {
-
-/// True for a module type declared with `TRACEABLE` (its Impl, its holder or its traced form).
-template <class T>
-inline constexpr bool is_traceable_v =
-    std::is_base_of_v<detail::TracedModuleBase, T> ||
-    requires { requires std::is_base_of_v<detail::TracedModuleBase, typename T::ContainedType>; } ||
-    requires(T* p) { requires detail::is_traceable_tag<decltype(tracetorch_traceable_marker(p))>::value; };
-
-}  // namespace tracetorch
