@@ -12141,31 +12141,26 @@ class NonFiniteWatch {
   AttachmentSet attachments_;
 };
 
-/// The sentinel's side of a call's `find_nonfinite` (detail/module/nonfinite_request.hpp):
-/// `call` runs under a watch rooted at `root`, and `found` holds the finding after, also where
-/// the call throws.
-inline void run_watched_call(torch::nn::Module& root, std::string_view root_name, std::optional<NonFinite>& found,
-                             const std::function<void()>& call) {
-  found.reset();
-  NonFiniteWatch watch(root, std::string(root_name));
-  struct Report {
-    NonFiniteWatch& watch;
-    std::optional<NonFinite>& found;
-    ~Report() {
-      try {
-        found = watch.first();
-      } catch (...) {  // only bad_alloc: `found` stays empty
-      }
-    }
-  } report{watch, found};
-  call();
-}
-
-/// What NonFiniteTarget's constructor (capture/output_options.hpp) hands the traced forward.
+/// The sentinel's side of a call's `find_nonfinite` (detail/module/nonfinite_request.hpp), what
+/// NonFiniteTarget's constructor (capture/output_options.hpp) hands the traced forward: `call`
+/// runs under a watch rooted at `root`, and `found` holds the finding after, also where the call
+/// throws.
 template <class Found>
 struct NonFiniteService {
   static void run(torch::nn::Module& root, std::string_view root_name, Found& found, const std::function<void()>& call) {
-    run_watched_call(root, root_name, found, call);
+    found.reset();
+    NonFiniteWatch watch(root, std::string(root_name));
+    struct Report {
+      NonFiniteWatch& watch;
+      Found& found;
+      ~Report() {
+        try {
+          found = watch.first();
+        } catch (...) {  // only bad_alloc: `found` stays empty
+        }
+      }
+    } report{watch, found};
+    call();
   }
 };
 
