@@ -156,7 +156,8 @@ class Keyword {
 /// fields in declaration order": the recorded order would silently differ from the call's).
 ///
 /// With Boost >= 1.84, whose Boost.PFR names fields, `TRACETORCH_KEYWORDS(Type)` alone takes the
-/// names from the struct (tests/test_keywords.cpp; TRACETORCH_FIELD_NAMES_FROM_PFR says which).
+/// names from the struct (tests/pfr/test_field_names_from_pfr.cpp; TRACETORCH_FIELD_NAMES_FROM_PFR
+/// says which).
 #define TRACETORCH_KEYWORDS(Type, ...) \
   TRACETORCH_DETAIL_IF_NAMES_LISTED(TRACETORCH_DETAIL_KEYWORDS_LISTED, TRACETORCH_DETAIL_KEYWORDS_FROM_PFR, Type, __VA_ARGS__)
 
