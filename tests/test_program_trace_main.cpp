@@ -110,6 +110,21 @@ DOCTEST_TEST_CASE("--shared-call-files: transformers' file names for repeated ca
   DOCTEST_CHECK(diff.exit_code == 0);
 }
 
+DOCTEST_TEST_CASE("a flag that names a file refuses an empty value, naming the flag; a switch refuses a value") {
+  tracetorch_test::TempDir dir;
+  const std::string out = " --debug-path " + (dir / "out").string();
+  for (const std::string flag : {"--config", "--weights", "--input-ids", "--inputs", "--replay", "--json"}) {
+    const auto result = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, flag + "=" + out);
+    DOCTEST_INFO(result.output);
+    DOCTEST_CHECK(result.exit_code == 2);
+    DOCTEST_CHECK(result.output.find(flag + " needs a path, got ''") != std::string::npos);
+  }
+  const auto result = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, "--safetensors=yes" + out);
+  DOCTEST_CHECK(result.exit_code == 2);
+  DOCTEST_CHECK(result.output.find("--safetensors takes no value") != std::string::npos);
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
+}
+
 DOCTEST_TEST_CASE("--inputs: each tensor passed as the keyword of its name; a tensor that is no keyword refused") {
   using namespace program_trace_main_test;
   tracetorch_test::TempDir dir;

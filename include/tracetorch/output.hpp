@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,31 +37,26 @@ namespace tracetorch {
 
 namespace detail {
 
-/// The options that hold one optional bool, by their keyword names.
-inline constexpr std::pair<std::string_view, std::optional<bool> OutputOptions::*> kBoolOutputOptions[] = {
-    {"output_attentions", &OutputOptions::output_attentions}, {"use_cache", &OutputOptions::use_cache},
-    {"return_dict", &OutputOptions::return_dict},             {"debug_io", &OutputOptions::debug_io},
-    {"prune_layers", &OutputOptions::prune_layers},
-};
-
 /// Visits option `name` of `options` when it is set (output_<key> for the record keys' flags).
 template <class Visitor>
 void visit_output_option(const OutputOptions& options, std::string_view name, Visitor& visit) {
-  for (const auto& [option, member] : kBoolOutputOptions) {
-    if (name == option) {
-      if (options.*member) visit(option, *(options.*member));
-      return;
-    }
-  }
-  if (name == "output_hidden_states" && options.output_hidden_states) {
-    if (options.output_hidden_states->is_list()) {
-      visit("output_hidden_states", options.output_hidden_states->indices());
+  bool found = false;
+  for_each_output_option<OutputOptions>([&](std::string_view option, auto member) {
+    if (found || option != name) return;
+    found = true;
+    const auto& value = options.*member;
+    if (!value) return;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*value)>, LayerSelection>) {
+      if (value->is_list()) {
+        visit(option, value->indices());
+      } else {
+        visit(option, value->all());
+      }
     } else {
-      visit("output_hidden_states", options.output_hidden_states->all());
+      visit(option, *value);
     }
-  } else if (name == "debug_io_dir" && options.debug_io_dir) {
-    visit("debug_io_dir", *options.debug_io_dir);
-  } else if (name.starts_with("output_")) {
+  });
+  if (!found && name.starts_with("output_")) {
     for (const auto& flag : options.output) {
       if (flag.key.name() == name.substr(7)) visit("output_" + std::string(flag.key.name()), flag.value);
     }
@@ -95,10 +91,9 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
     return std::find(options.call_order.begin(), options.call_order.end(), name) != options.call_order.end();
   };
   for (const auto& name : options.call_order) detail::visit_output_option(options, name, visit);
-  std::vector<std::string> declared(std::begin(detail::kOutputOptionNames), std::begin(detail::kOutputOptionNames) + 2);
-  for (const auto& flag : options.output) declared.push_back("output_" + std::string(flag.key.name()));
-  declared.insert(declared.end(), std::begin(detail::kOutputOptionNames) + 2, std::end(detail::kOutputOptionNames));
-  for (const auto& name : declared) {
+  std::vector<std::string> flags;
+  for (const auto& flag : options.output) flags.push_back("output_" + std::string(flag.key.name()));
+  for (const auto& name : detail::output_option_names<OutputOptions>(flags)) {
     if (!in_call_order(name)) detail::visit_output_option(options, name, visit);
   }
 }

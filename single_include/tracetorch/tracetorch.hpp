@@ -1065,43 +1065,77 @@ R run_finding_nonfinite(const torch::nn::Module& root, std::string_view root_nam
 
 // ---- begin tracetorch/detail/module/output_option_names.hpp ----
 /// \file
-/// OutputOptions' keywords by name, set in one place for output_options(kwargs) (output.hpp)
-/// and for a trace program's `--call` and replay (module/keyword_assign.hpp). A template over
-/// the options type: capture/output_options.hpp includes the module headers that include the
-/// program's.
+/// OutputOptions' keywords by name, in one table read everywhere a name meets its member:
+/// output_options(kwargs) and a trace's record of the options (output.hpp), a trace program's
+/// `--call` and replay (module/keyword_assign.hpp). A template over the options type:
+/// capture/output_options.hpp includes the module headers that include the program's.
 
+#include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace tracetorch::detail {
 
-/// OutputOptions' keyword names besides the record keys' `output_<key>` flags, in declaration order.
-inline constexpr std::string_view kOutputOptionNames[] = {"output_hidden_states", "output_attentions", "use_cache",
-                                                          "return_dict",          "debug_io",          "debug_io_dir",
-                                                          "prune_layers"};
+/// One option: its keyword name and its member.
+template <class Member>
+struct NamedOption {
+  std::string_view name;
+  Member member;
+};
+
+/// OutputOptions' keywords besides the record keys' `output_<key>` flags, in declaration order
+/// (the record keys' flags come after output_attentions). Each member is an optional of bool,
+/// of a str (`debug_io_dir`) or of a LayerSelection (`output_hidden_states`, which a bool sets).
+template <class Options>
+constexpr auto output_option_table() {
+  return std::tuple{NamedOption{"output_hidden_states", &Options::output_hidden_states},
+                    NamedOption{"output_attentions", &Options::output_attentions},
+                    NamedOption{"use_cache", &Options::use_cache},
+                    NamedOption{"return_dict", &Options::return_dict},
+                    NamedOption{"debug_io", &Options::debug_io},
+                    NamedOption{"debug_io_dir", &Options::debug_io_dir},
+                    NamedOption{"prune_layers", &Options::prune_layers}};
+}
+
+/// `visit(name, member)` for each option of the table, in order.
+template <class Options, class Visit>
+void for_each_output_option(Visit&& visit) {
+  std::apply([&](const auto&... option) { (visit(option.name, option.member), ...); }, output_option_table<Options>());
+}
+
+/// Every option's name in declaration order, with `record_key_flags` (`output_<key>`, the
+/// options' `output` member) in their place after output_attentions.
+template <class Options>
+std::vector<std::string> output_option_names(const std::vector<std::string>& record_key_flags) {
+  std::vector<std::string> names;
+  for_each_output_option<Options>([&](std::string_view name, auto) {
+    names.emplace_back(name);
+    if (name == "output_attentions") names.insert(names.end(), record_key_flags.begin(), record_key_flags.end());
+  });
+  return names;
+}
 
 /// Sets option `name` of `options` (a tracetorch::OutputOptions) from `as_bool()` or
-/// `as_string()`, which throw for a value of another type; false where `name` is none of
-/// kOutputOptionNames.
+/// `as_string()`, which throw for a value of another type; false where `name` is not in the table.
 template <class Options, class AsBool, class AsString>
 bool set_output_option_named(Options& options, std::string_view name, AsBool&& as_bool, AsString&& as_string) {
-  if (name == "output_hidden_states") {
-    options.output_hidden_states = as_bool();  // all of them, or none
-  } else if (name == "output_attentions") {
-    options.output_attentions = as_bool();
-  } else if (name == "use_cache") {
-    options.use_cache = as_bool();
-  } else if (name == "return_dict") {
-    options.return_dict = as_bool();
-  } else if (name == "debug_io") {
-    options.debug_io = as_bool();
-  } else if (name == "debug_io_dir") {
-    options.debug_io_dir = as_string();
-  } else if (name == "prune_layers") {
-    options.prune_layers = as_bool();
-  } else {
-    return false;
-  }
-  return true;
+  bool found = false;
+  for_each_output_option<Options>([&](std::string_view option, auto member) {
+    if (found || option != name) return;
+    found = true;
+    using Value = typename std::remove_cvref_t<decltype(options.*member)>::value_type;
+    if constexpr (std::is_same_v<Value, bool>) {
+      options.*member = as_bool();
+    } else if constexpr (std::is_constructible_v<Value, std::string>) {
+      options.*member = as_string();
+    } else {
+      options.*member = Value(as_bool());  // a LayerSelection: all of them, or none
+    }
+  });
+  return found;
 }
 
 }  // namespace tracetorch::detail
@@ -1412,12 +1446,16 @@ inline bool python_printable(std::uint32_t code) {
 // ---- begin tracetorch/detail/text/unicode.hpp ----
 /// \file
 /// The one UTF-8 decoder and encoder of tracetorch: well-formed UTF-8 as the Unicode standard
-/// defines it, with the maximal-subpart rule for what is not, so every caller agrees on validity.
+/// defines it, with the maximal-subpart rule for what is not, so every caller agrees on validity;
+/// and how its escapers (JSON, Python's repr, HTML) spell escapes: hex digits, short-escape tables.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace tracetorch::detail {
 
@@ -1427,6 +1465,23 @@ inline void append_hex_digits(std::string& out, std::uint32_t value, int digits)
   static constexpr char hex[] = "0123456789abcdef";
   for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(value >> shift) & 0xF];
 }
+
+/// An escaper's table of short escapes: what it writes for an ASCII character, or nothing where
+/// the character has none (the escaper's own rule then decides). Built at compile time, as
+/// `constexpr AsciiEscapes kEscapes{{'\n', "\\n"}, ...};`, and read in one lookup.
+class AsciiEscapes {
+ public:
+  constexpr AsciiEscapes(std::initializer_list<std::pair<char, std::string_view>> entries) {
+    for (const auto& [character, escape] : entries) escapes_[static_cast<unsigned char>(character) & 0x7F] = escape;
+  }
+  /// The short escape of `code`, empty where it has none.
+  constexpr std::string_view operator[](std::uint32_t code) const {
+    return code < escapes_.size() ? escapes_[code] : std::string_view();
+  }
+
+ private:
+  std::array<std::string_view, 128> escapes_{};
+};
 
 /// One step of decoding: a code point, or an ill-formed run of bytes.
 struct Utf8Step {
@@ -1515,6 +1570,9 @@ inline void append_python_hex_escape(std::string& out, std::uint32_t code) {
   append_hex_digits(out, code, digits);
 }
 
+/// The short escapes of Python's str repr besides the quote.
+inline constexpr AsciiEscapes kPythonShortEscapes{{'\\', "\\\\"}, {'\t', "\\t"}, {'\n', "\\n"}, {'\r', "\\r"}};
+
 /// repr(str): single quotes unless the text has ' and no ", backslash escapes for the quote,
 /// \\, \t, \n, \r, and hex escapes for what Python deems unprintable; printable non-ASCII is
 /// kept as is.
@@ -1527,15 +1585,11 @@ inline std::string python_string_repr(std::string_view text) {
   out += quote;
   for (std::size_t i = 0; i < text.size();) {
     const std::uint32_t code = next_code_point(text, i);
-    if (code == static_cast<unsigned char>(quote) || code == '\\') {
+    if (code == static_cast<unsigned char>(quote)) {
       out += '\\';
-      out += static_cast<char>(code);
-    } else if (code == '\t') {
-      out += "\\t";
-    } else if (code == '\n') {
-      out += "\\n";
-    } else if (code == '\r') {
-      out += "\\r";
+      out += quote;
+    } else if (const std::string_view escape = kPythonShortEscapes[code]; !escape.empty()) {
+      out += escape;
     } else if (python_printable(code)) {
       append_utf8(out, code);
     } else {
@@ -1985,9 +2039,7 @@ template <class Pack>
 std::vector<std::string> keyword_names(const Pack& pack) {
   std::vector<std::string> names;
   if constexpr (output_options_like<Pack>) {
-    names.assign(std::begin(kOutputOptionNames), std::end(kOutputOptionNames));
-    const auto flags = record_key_flags(pack);  // declaration order: after output_attentions
-    names.insert(names.begin() + 2, flags.begin(), flags.end());
+    names = output_option_names<Pack>(record_key_flags(pack));
   } else {
     // The const walk visits only what was passed: a default-constructed copy would miss fields
     // with defaults, so the mutable walk over a scratch copy lists them all.
@@ -4324,6 +4376,7 @@ auto run_capture(Model& model, const ResolvedOutputs& wanted, Body& body, const 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -4601,31 +4654,26 @@ namespace tracetorch {
 
 namespace detail {
 
-/// The options that hold one optional bool, by their keyword names.
-inline constexpr std::pair<std::string_view, std::optional<bool> OutputOptions::*> kBoolOutputOptions[] = {
-    {"output_attentions", &OutputOptions::output_attentions}, {"use_cache", &OutputOptions::use_cache},
-    {"return_dict", &OutputOptions::return_dict},             {"debug_io", &OutputOptions::debug_io},
-    {"prune_layers", &OutputOptions::prune_layers},
-};
-
 /// Visits option `name` of `options` when it is set (output_<key> for the record keys' flags).
 template <class Visitor>
 void visit_output_option(const OutputOptions& options, std::string_view name, Visitor& visit) {
-  for (const auto& [option, member] : kBoolOutputOptions) {
-    if (name == option) {
-      if (options.*member) visit(option, *(options.*member));
-      return;
-    }
-  }
-  if (name == "output_hidden_states" && options.output_hidden_states) {
-    if (options.output_hidden_states->is_list()) {
-      visit("output_hidden_states", options.output_hidden_states->indices());
+  bool found = false;
+  for_each_output_option<OutputOptions>([&](std::string_view option, auto member) {
+    if (found || option != name) return;
+    found = true;
+    const auto& value = options.*member;
+    if (!value) return;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*value)>, LayerSelection>) {
+      if (value->is_list()) {
+        visit(option, value->indices());
+      } else {
+        visit(option, value->all());
+      }
     } else {
-      visit("output_hidden_states", options.output_hidden_states->all());
+      visit(option, *value);
     }
-  } else if (name == "debug_io_dir" && options.debug_io_dir) {
-    visit("debug_io_dir", *options.debug_io_dir);
-  } else if (name.starts_with("output_")) {
+  });
+  if (!found && name.starts_with("output_")) {
     for (const auto& flag : options.output) {
       if (flag.key.name() == name.substr(7)) visit("output_" + std::string(flag.key.name()), flag.value);
     }
@@ -4660,10 +4708,9 @@ void tracetorch_keywords(const OutputOptions& options, Visitor&& visit) {
     return std::find(options.call_order.begin(), options.call_order.end(), name) != options.call_order.end();
   };
   for (const auto& name : options.call_order) detail::visit_output_option(options, name, visit);
-  std::vector<std::string> declared(std::begin(detail::kOutputOptionNames), std::begin(detail::kOutputOptionNames) + 2);
-  for (const auto& flag : options.output) declared.push_back("output_" + std::string(flag.key.name()));
-  declared.insert(declared.end(), std::begin(detail::kOutputOptionNames) + 2, std::end(detail::kOutputOptionNames));
-  for (const auto& name : declared) {
+  std::vector<std::string> flags;
+  for (const auto& flag : options.output) flags.push_back("output_" + std::string(flag.key.name()));
+  for (const auto& name : detail::output_option_names<OutputOptions>(flags)) {
     if (!in_call_order(name)) detail::visit_output_option(options, name, visit);
   }
 }
@@ -6633,18 +6680,16 @@ inline void append_json_u_escape(std::string& out, std::uint32_t unit) {
   append_hex_digits(out, unit, 4);
 }
 
+/// json.dumps' short escapes.
+inline constexpr AsciiEscapes kJsonShortEscapes{{'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\r', "\\r"},
+                                              {'\t', "\\t"},  {'\b', "\\b"},   {'\f', "\\f"}};
+
 /// One code point that is not plain printable ASCII: the short escapes json.dumps uses, else
 /// `\uXXXX`, as a UTF-16 surrogate pair above U+FFFF.
 inline void append_json_escaped(std::string& out, std::uint32_t code) {
-  switch (code) {
-    case '"': out += "\\\""; return;
-    case '\\': out += "\\\\"; return;
-    case '\n': out += "\\n"; return;
-    case '\r': out += "\\r"; return;
-    case '\t': out += "\\t"; return;
-    case '\b': out += "\\b"; return;
-    case '\f': out += "\\f"; return;
-    default: break;
+  if (const std::string_view escape = kJsonShortEscapes[code]; !escape.empty()) {
+    out += escape;
+    return;
   }
   if (code < 0x10000) {
     append_json_u_escape(out, code);

@@ -20,6 +20,9 @@
 
 namespace tracetorch::detail::html {
 
+/// The characters that HTML text and quoted attribute values escape.
+inline constexpr AsciiEscapes kHtmlEscapes{{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
+
 /// Appends `text` escaped for HTML text and quoted attribute values. Ill-formed UTF-8 becomes
 /// U+FFFD (a browser would show that; an XML parser would refuse the file), and control
 /// characters that XML 1.0 forbids are shown as `\xNN`.
@@ -27,19 +30,13 @@ inline void append_escaped(std::string& out, std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     const auto byte = static_cast<unsigned char>(text[i]);
     if (byte < 0x80) {
-      switch (byte) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        case '\'': out += "&#39;"; break;
-        default:
-          if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') {
-            out += "\\x";
-            append_hex_digits(out, byte, 2);
-          } else {
-            out += static_cast<char>(byte);
-          }
+      if (const std::string_view escape = kHtmlEscapes[byte]; !escape.empty()) {
+        out += escape;
+      } else if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') {
+        out += "\\x";
+        append_hex_digits(out, byte, 2);
+      } else {
+        out += static_cast<char>(byte);
       }
       ++i;
       continue;

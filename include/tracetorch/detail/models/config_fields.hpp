@@ -41,31 +41,27 @@ std::int64_t head_dim_of(const Config& c) {
   return c.hidden_size / c.num_attention_heads;
 }
 
-template <class Config>
-bool attention_bias_of(const Config& c) {
-  if constexpr (requires { c.attention_bias; }) return c.attention_bias;
-  return false;
-}
+/// `config.field` where the config struct has that field, else `fallback` (evaluated only then):
+/// the one rule of the optional fields below.
+#define TRACETORCH_DETAIL_FIELD_OR(config, field, fallback) \
+  [&] {                                                     \
+    if constexpr (requires { config.field; }) {             \
+      return config.field;                                  \
+    } else {                                                \
+      return fallback;                                      \
+    }                                                       \
+  }()
 
+template <class Config>
+bool attention_bias_of(const Config& c) { return TRACETORCH_DETAIL_FIELD_OR(c, attention_bias, false); }
 /// The q/k/v projections' bias: `qkv_bias` where the config has it (Qwen2, Qwen2-MoE: o_proj
 /// then has none unless attention_bias says so), else attention_bias.
 template <class Config>
-bool qkv_bias_of(const Config& c) {
-  if constexpr (requires { c.qkv_bias; }) return c.qkv_bias;
-  return attention_bias_of(c);
-}
-
+bool qkv_bias_of(const Config& c) { return TRACETORCH_DETAIL_FIELD_OR(c, qkv_bias, attention_bias_of(c)); }
 template <class Config>
-bool mlp_bias_of(const Config& c) {
-  if constexpr (requires { c.mlp_bias; }) return c.mlp_bias;
-  return false;
-}
-
+bool mlp_bias_of(const Config& c) { return TRACETORCH_DETAIL_FIELD_OR(c, mlp_bias, false); }
 template <class Config>
-double attention_dropout_of(const Config& c) {
-  if constexpr (requires { c.attention_dropout; }) return c.attention_dropout;
-  return 0.0;
-}
+double attention_dropout_of(const Config& c) { return TRACETORCH_DETAIL_FIELD_OR(c, attention_dropout, 0.0); }
 
 template <class Config>
 std::optional<std::int64_t> pad_token_id_of(const Config& c) {
@@ -77,11 +73,7 @@ std::optional<std::int64_t> pad_token_id_of(const Config& c) {
 /// the config's own rope_theta.
 template <class Config>
 double rope_theta_of(const Config& c) {
-  if constexpr (requires { c.rope_parameters.rope_theta; }) {
-    return static_cast<double>(c.rope_parameters.rope_theta);
-  } else {
-    return c.rope_theta;
-  }
+  return static_cast<double>(TRACETORCH_DETAIL_FIELD_OR(c, rope_parameters.rope_theta, c.rope_theta));
 }
 
 /// rope_scaling, or `rope_parameters` read as one (its rope_type and, where it has them, the

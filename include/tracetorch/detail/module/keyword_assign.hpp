@@ -198,9 +198,7 @@ template <class Pack>
 std::vector<std::string> keyword_names(const Pack& pack) {
   std::vector<std::string> names;
   if constexpr (output_options_like<Pack>) {
-    names.assign(std::begin(kOutputOptionNames), std::end(kOutputOptionNames));
-    const auto flags = record_key_flags(pack);  // declaration order: after output_attentions
-    names.insert(names.begin() + 2, flags.begin(), flags.end());
+    names = output_option_names<Pack>(record_key_flags(pack));
   } else {
     // The const walk visits only what was passed: a default-constructed copy would miss fields
     // with defaults, so the mutable walk over a scratch copy lists them all.

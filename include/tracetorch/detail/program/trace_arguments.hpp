@@ -85,19 +85,47 @@ inline std::pair<std::string, std::string> split_call_argument(const std::string
   return {text.substr(0, equals), text.substr(equals + 1)};
 }
 
+/// The flags that name a file or directory; an empty value is a UsageError.
+inline constexpr std::pair<std::string_view, std::optional<std::filesystem::path> TraceArguments::*> kPathFlags[] = {
+    {"--config", &TraceArguments::config},         {"--weights", &TraceArguments::weights},
+    {"--input-ids", &TraceArguments::input_ids},   {"--inputs", &TraceArguments::inputs},
+    {"--dump-captured", &TraceArguments::dump_captured}, {"--replay", &TraceArguments::replay},
+    {"--accept", &TraceArguments::replay_accept},  {"--json", &TraceArguments::replay_json},
+    {"--html", &TraceArguments::replay_html},
+};
+
+/// The flags without a value, each setting its member to the value it names.
+struct SwitchFlag {
+  std::string_view flag;
+  bool TraceArguments::*member;
+  bool value;
+};
+inline constexpr SwitchFlag kSwitchFlags[] = {
+    {"--no-prune-layers", &TraceArguments::prune_layers, false},
+    {"--safetensors", &TraceArguments::use_repr, false},
+    {"--shared-call-files", &TraceArguments::shared_call_files, true},
+    {"--output-hidden-states", &TraceArguments::output_hidden_states, true},
+    {"--output-attentions", &TraceArguments::output_attentions, true},
+    {"--find-nonfinite", &TraceArguments::find_nonfinite, true},
+};
+
 /// Reads one flag into `args`; false when `flag` is not a trace program's flag.
 inline bool read_trace_flag(command_line::ArgumentReader& arg, TraceArguments& args, bool& have_debug_path) {
   using command_line::parse_number;
   const std::string& flag = arg.name();
-  if (flag == "--config") {
-    args.config = arg.value();
-  } else if (flag == "--weights") {
-    args.weights = arg.value();
-  } else if (flag == "--input-ids") {
-    args.input_ids = arg.value();
-  } else if (flag == "--inputs") {
-    args.inputs = arg.value();
-  } else if (flag == "--call") {
+  for (const auto& [name, member] : kPathFlags) {
+    if (flag != name) continue;
+    const std::string value = arg.value();
+    if (value.empty()) throw command_line::UsageError(flag + " needs a path, got ''");
+    args.*member = value;
+    return true;
+  }
+  for (const auto& [name, member, value] : kSwitchFlags) {
+    if (flag != name) continue;
+    args.*member = value;
+    return true;
+  }
+  if (flag == "--call") {
     args.calls.push_back(split_call_argument(arg.value()));
   } else if (flag == "--batch") {
     args.batch = parse_number<std::int64_t>(flag, arg.value(), 1);
@@ -108,30 +136,6 @@ inline bool read_trace_flag(command_line::ArgumentReader& arg, TraceArguments& a
   } else if (flag == "--debug-path") {
     args.debug_path = arg.value();
     have_debug_path = true;
-  } else if (flag == "--no-prune-layers") {
-    args.prune_layers = false;
-  } else if (flag == "--safetensors") {
-    args.use_repr = false;
-  } else if (flag == "--shared-call-files") {
-    args.shared_call_files = true;
-  } else if (flag == "--output-hidden-states") {
-    args.output_hidden_states = true;
-  } else if (flag == "--output-attentions") {
-    args.output_attentions = true;
-  } else if (flag == "--dump-captured") {
-    args.dump_captured = arg.value();
-    if (args.dump_captured->empty()) throw command_line::UsageError("--dump-captured needs a directory");
-  } else if (flag == "--find-nonfinite") {
-    args.find_nonfinite = true;
-  } else if (flag == "--replay") {
-    args.replay = arg.value();
-    if (args.replay->empty()) throw command_line::UsageError("--replay needs a reference trace directory");
-  } else if (flag == "--accept") {
-    args.replay_accept = arg.value();
-  } else if (flag == "--json") {
-    args.replay_json = arg.value();
-  } else if (flag == "--html") {
-    args.replay_html = arg.value();
   } else {
     return false;
   }

@@ -21,6 +21,9 @@ inline void append_python_hex_escape(std::string& out, std::uint32_t code) {
   append_hex_digits(out, code, digits);
 }
 
+/// The short escapes of Python's str repr besides the quote.
+inline constexpr AsciiEscapes kPythonShortEscapes{{'\\', "\\\\"}, {'\t', "\\t"}, {'\n', "\\n"}, {'\r', "\\r"}};
+
 /// repr(str): single quotes unless the text has ' and no ", backslash escapes for the quote,
 /// \\, \t, \n, \r, and hex escapes for what Python deems unprintable; printable non-ASCII is
 /// kept as is.
@@ -33,15 +36,11 @@ inline std::string python_string_repr(std::string_view text) {
   out += quote;
   for (std::size_t i = 0; i < text.size();) {
     const std::uint32_t code = next_code_point(text, i);
-    if (code == static_cast<unsigned char>(quote) || code == '\\') {
+    if (code == static_cast<unsigned char>(quote)) {
       out += '\\';
-      out += static_cast<char>(code);
-    } else if (code == '\t') {
-      out += "\\t";
-    } else if (code == '\n') {
-      out += "\\n";
-    } else if (code == '\r') {
-      out += "\\r";
+      out += quote;
+    } else if (const std::string_view escape = kPythonShortEscapes[code]; !escape.empty()) {
+      out += escape;
     } else if (python_printable(code)) {
       append_utf8(out, code);
     } else {

@@ -47,18 +47,16 @@ inline void append_json_u_escape(std::string& out, std::uint32_t unit) {
   append_hex_digits(out, unit, 4);
 }
 
+/// json.dumps' short escapes.
+inline constexpr AsciiEscapes kJsonShortEscapes{{'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"}, {'\r', "\\r"},
+                                              {'\t', "\\t"},  {'\b', "\\b"},   {'\f', "\\f"}};
+
 /// One code point that is not plain printable ASCII: the short escapes json.dumps uses, else
 /// `\uXXXX`, as a UTF-16 surrogate pair above U+FFFF.
 inline void append_json_escaped(std::string& out, std::uint32_t code) {
-  switch (code) {
-    case '"': out += "\\\""; return;
-    case '\\': out += "\\\\"; return;
-    case '\n': out += "\\n"; return;
-    case '\r': out += "\\r"; return;
-    case '\t': out += "\\t"; return;
-    case '\b': out += "\\b"; return;
-    case '\f': out += "\\f"; return;
-    default: break;
+  if (const std::string_view escape = kJsonShortEscapes[code]; !escape.empty()) {
+    out += escape;
+    return;
   }
   if (code < 0x10000) {
     append_json_u_escape(out, code);

@@ -1,12 +1,16 @@
 #pragma once
 /// \file
 /// The one UTF-8 decoder and encoder of tracetorch: well-formed UTF-8 as the Unicode standard
-/// defines it, with the maximal-subpart rule for what is not, so every caller agrees on validity.
+/// defines it, with the maximal-subpart rule for what is not, so every caller agrees on validity;
+/// and how its escapers (JSON, Python's repr, HTML) spell escapes: hex digits, short-escape tables.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace tracetorch::detail {
 
@@ -16,6 +20,23 @@ inline void append_hex_digits(std::string& out, std::uint32_t value, int digits)
   static constexpr char hex[] = "0123456789abcdef";
   for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += hex[(value >> shift) & 0xF];
 }
+
+/// An escaper's table of short escapes: what it writes for an ASCII character, or nothing where
+/// the character has none (the escaper's own rule then decides). Built at compile time, as
+/// `constexpr AsciiEscapes kEscapes{{'\n', "\\n"}, ...};`, and read in one lookup.
+class AsciiEscapes {
+ public:
+  constexpr AsciiEscapes(std::initializer_list<std::pair<char, std::string_view>> entries) {
+    for (const auto& [character, escape] : entries) escapes_[static_cast<unsigned char>(character) & 0x7F] = escape;
+  }
+  /// The short escape of `code`, empty where it has none.
+  constexpr std::string_view operator[](std::uint32_t code) const {
+    return code < escapes_.size() ? escapes_[code] : std::string_view();
+  }
+
+ private:
+  std::array<std::string_view, 128> escapes_{};
+};
 
 /// One step of decoding: a code point, or an ill-formed run of bytes.
 struct Utf8Step {
