@@ -125,6 +125,19 @@ struct HandOnImpl : torch::nn::Module {
 };
 TRACEABLE(HandOn);
 
+/// Keywords only, the block's own handed on after hidden_states: Python's
+/// `self_attn(hidden_states=h, attention_mask=attention_mask, ...)` inside a block.
+struct BlockAttentionKeywords {
+  tracetorch::Keyword<torch::Tensor> hidden_states;
+  BlockKeywords block;
+};
+TRACETORCH_KEYWORDS(BlockAttentionKeywords, hidden_states, block);
+
+struct BlockAttentionImpl : torch::nn::Module {
+  torch::Tensor forward(const BlockAttentionKeywords& kw) { return *kw.hidden_states * kw.block.scaling.value(); }
+};
+TRACEABLE(BlockAttention);
+
 }  // namespace kwtest
 
 namespace {
@@ -236,6 +249,35 @@ DOCTEST_TEST_SUITE("keywords") {
     DOCTEST_CHECK(recorded == std::vector<std::string>{"past_key_values", "use_cache"});
   }
 
+  DOCTEST_TEST_CASE("a keyword struct held as a field records its keywords in its place, and is set by their names") {
+    kwtest::BlockAttention attention;
+    const auto x = torch::ones({2});
+    TempDir dir;
+    {
+      auto guard = tracetorch::model_addition_debugger(attention, {.debug_path = dir.path(), .do_prune_layers = false});
+      attention({.hidden_states = x, .block = {.past_key_values = nullptr, .scaling = 2.0}});
+    }
+    const auto trace = read_json(dir.path() / "BlockAttention_debug_tree_SUMMARY.json");
+    const auto& kwargs = trace.at("inputs").at("kwargs");
+    // What was passed, in order, under the inner names; use_cache, not passed, is left out.
+    DOCTEST_CHECK(keys_of(kwargs) == std::vector<std::string>{"hidden_states", "past_key_values", "scaling"});
+    DOCTEST_CHECK(kwargs.at("past_key_values") == "None");
+    DOCTEST_CHECK(kwargs.at("scaling") == "2.0");
+
+    // The mutable walk flattens too: what --call and replay use to set a keyword by name.
+    kwtest::BlockAttentionKeywords kw;
+    std::vector<std::string> names;
+    tracetorch_keywords(kw, [&](std::string_view name, auto& field) {
+      names.emplace_back(name);
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, tracetorch::Keyword<bool>>) field = true;
+    });
+    DOCTEST_CHECK(names ==
+                  std::vector<std::string>{"hidden_states", "attention_mask", "past_key_values", "use_cache", "scaling"});
+    DOCTEST_CHECK(kw.block.use_cache.passed());
+    DOCTEST_CHECK(tracetorch::detail::keyword_struct<kwtest::BlockKeywords>);
+    DOCTEST_CHECK_FALSE(tracetorch::detail::keyword_struct<tracetorch::Keyword<bool>>);
+  }
+
   DOCTEST_TEST_CASE("a keyword handed on keeps not passed and None, for an int and a string as for a tensor") {
     kwtest::HandOn outer;
     const auto x = torch::ones({2});
@@ -268,6 +310,19 @@ DOCTEST_TEST_SUITE("keywords") {
     DOCTEST_CHECK(outer->tower->seen_passed);
     DOCTEST_CHECK_FALSE(outer->tower->seen_layer.has_value());
     DOCTEST_CHECK_FALSE(outer->tower->seen_strategy.has_value());
+
+    // pass_each: x=x for every field at once, the same as or_none() field by field.
+    const auto each = tracetorch::pass_each(kwtest::BlockKeywords{.past_key_values = nullptr});
+    DOCTEST_CHECK(each.attention_mask.is_none());
+    DOCTEST_CHECK(each.past_key_values.is_none());
+    DOCTEST_CHECK(each.use_cache.passed());
+    DOCTEST_CHECK_FALSE(*each.use_cache);  // its default, now passed
+    DOCTEST_CHECK(each.scaling.passed());
+    DOCTEST_CHECK(each.scaling.value() == 0.5);
+    const auto nested = tracetorch::pass_each(kwtest::BlockAttentionKeywords{.block = {.use_cache = true}});
+    DOCTEST_CHECK(nested.hidden_states.is_none());
+    DOCTEST_CHECK(nested.block.attention_mask.is_none());
+    DOCTEST_CHECK(*nested.block.use_cache);
 
     // A keyword handed on to a keyword of another, convertible type keeps its state too.
     const tracetorch::Keyword<std::int64_t> unpassed;

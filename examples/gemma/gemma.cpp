@@ -110,14 +110,14 @@ std::tuple<torch::Tensor, torch::Tensor> GemmaAttentionImpl::forward(const Gemma
   auto query = q_proj(hidden_states).view(hidden_shape).transpose(1, 2);
   auto key = k_proj(hidden_states).view(hidden_shape).transpose(1, 2);
   auto value = v_proj(hidden_states).view(hidden_shape).transpose(1, 2);
-  const auto& [cos, sin] = *kw.position_embeddings;
+  const auto& [cos, sin] = *kw.layer.position_embeddings;
   std::tie(query, key) = tracetorch::models::apply_rotary_pos_emb(query, key, cos, sin);
-  if (DynamicCache* cache = kw.past_key_value.value_or(nullptr)) {
+  if (DynamicCache* cache = kw.layer.past_key_value.value_or(nullptr)) {
     std::tie(key, value) = cache->update(key, value, layer_idx);
   }
   // Upstream's eager_attention_forward: the key/value heads repeated num_key_value_groups times.
   auto [output, weights] = tracetorch::models::eager_attention_forward(
-      query, key, value, given(kw.attention_mask) ? *kw.attention_mask : torch::Tensor(), scaling,
+      query, key, value, given(kw.layer.attention_mask) ? *kw.layer.attention_mask : torch::Tensor(), scaling,
       is_training() ? attention_dropout : 0.0, is_training());
   return {o_proj(output.reshape({batch, length, -1}).contiguous()), weights};
 }
@@ -131,15 +131,9 @@ GemmaDecoderLayerImpl::GemmaDecoderLayerImpl(const GemmaConfig& c, std::int64_t 
 
 GemmaDecoderLayerOutput GemmaDecoderLayerImpl::forward(const torch::Tensor& hidden_states, const GemmaDecoderLayerKeywords& kw) {
   auto residual = hidden_states;
-  // `x=x` in Python passes x's value whether or not the layer's caller did: `*kw.x` here.
-  auto [attn_output, attn_weights] = self_attn({.hidden_states = input_layernorm(hidden_states),
-                                                .attention_mask = *kw.attention_mask,
-                                                .position_ids = *kw.position_ids,
-                                                .past_key_value = *kw.past_key_value,
-                                                .output_attentions = *kw.output_attentions,
-                                                .use_cache = *kw.use_cache,
-                                                .cache_position = *kw.cache_position,
-                                                .position_embeddings = *kw.position_embeddings});
+  // `x=x` in Python passes x whether or not the layer's caller did: pass_each.
+  auto [attn_output, attn_weights] =
+      self_attn({.hidden_states = input_layernorm(hidden_states), .layer = tracetorch::pass_each(kw)});
   auto h = residual + attn_output;
   residual = h;
   h = residual + mlp(post_attention_layernorm(h));

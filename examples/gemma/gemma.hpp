@@ -115,31 +115,6 @@ struct GemmaRotaryEmbeddingImpl : tracetorch::nn::Module {
 };
 TRACEABLE(GemmaRotaryEmbedding);
 
-/// What upstream's GemmaDecoderLayer passes to its self_attn, all by keyword, in that order.
-struct GemmaAttentionKeywords {
-  tracetorch::Keyword<torch::Tensor> hidden_states;
-  tracetorch::Keyword<torch::Tensor> attention_mask;
-  tracetorch::Keyword<torch::Tensor> position_ids;
-  tracetorch::Keyword<DynamicCache*> past_key_value;
-  tracetorch::Keyword<bool> output_attentions = tracetorch::defaults_to(false);
-  tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);
-  tracetorch::Keyword<torch::Tensor> cache_position;
-  tracetorch::Keyword<PositionEmbeddings> position_embeddings;
-};
-TRACETORCH_KEYWORDS(GemmaAttentionKeywords, hidden_states, attention_mask, position_ids, past_key_value,
-                    output_attentions, use_cache, cache_position, position_embeddings);
-
-struct GemmaAttentionImpl : torch::nn::Module {
-  GemmaAttentionImpl(const GemmaConfig& config, std::int64_t layer_idx);
-  /// (attn_output, attn_weights), as upstream's eager attention returns them on every call.
-  std::tuple<torch::Tensor, torch::Tensor> forward(const GemmaAttentionKeywords& kw);
-
-  std::int64_t head_dim, num_key_value_groups, layer_idx;
-  double scaling, attention_dropout;
-  tracetorch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-};
-TRACEABLE(GemmaAttention);
-
 /// What upstream's GemmaModel passes to each decoder layer by keyword (hidden_states positional),
 /// in that order: every one, past_key_value=None included.
 struct GemmaDecoderLayerKeywords {
@@ -153,6 +128,25 @@ struct GemmaDecoderLayerKeywords {
 };
 TRACETORCH_KEYWORDS(GemmaDecoderLayerKeywords, attention_mask, position_ids, past_key_value, output_attentions,
                     use_cache, cache_position, position_embeddings);
+
+/// What upstream's GemmaDecoderLayer passes to its self_attn, all by keyword: hidden_states, then
+/// each of the layer's keywords (`x=x`), in the layer's order.
+struct GemmaAttentionKeywords {
+  tracetorch::Keyword<torch::Tensor> hidden_states;
+  GemmaDecoderLayerKeywords layer;
+};
+TRACETORCH_KEYWORDS(GemmaAttentionKeywords, hidden_states, layer);
+
+struct GemmaAttentionImpl : torch::nn::Module {
+  GemmaAttentionImpl(const GemmaConfig& config, std::int64_t layer_idx);
+  /// (attn_output, attn_weights), as upstream's eager attention returns them on every call.
+  std::tuple<torch::Tensor, torch::Tensor> forward(const GemmaAttentionKeywords& kw);
+
+  std::int64_t head_dim, num_key_value_groups, layer_idx;
+  double scaling, attention_dropout;
+  tracetorch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+};
+TRACEABLE(GemmaAttention);
 
 /// Upstream's layer output, a tuple whose length depends on the call: `(hidden_states,)`, and
 /// `(hidden_states, attn_weights)` with output_attentions.

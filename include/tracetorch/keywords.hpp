@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -130,6 +131,18 @@ class Keyword {
   bool has_value_ = false;
 };
 
+/// Python's `f(a=a, b=b, ...)`, naming every parameter of a keyword struct: a copy in which each
+/// Keyword (those of a keyword struct held as a field too) counts as passed, holding its value
+/// (passed or defaulted) or None. `.x = kw.x.or_none()` for every field, in one call:
+/// `self_attn({.hidden_states = h, .layer = tracetorch::pass_each(kw)})`.
+template <class Keywords>
+Keywords pass_each(Keywords keywords) {
+  tracetorch_keywords(keywords, [](std::string_view, auto& field) {
+    if constexpr (detail::is_keyword_v<std::remove_cvref_t<decltype(field)>>) field = field.or_none();
+  });
+  return keywords;
+}
+
 }  // namespace tracetorch
 
 /// Declares a keyword struct's fields, in declaration order, after the struct (in its namespace):
@@ -182,6 +195,7 @@ class Keyword {
   }                                                                                                            \
   template <class Visitor>                                                                                     \
   void tracetorch_keywords(Type& object, Visitor&& visit) {                                                    \
-    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(object, visit);                                    \
+    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(                                                   \
+        object, [&](::std::string_view name, auto& field) { ::tracetorch::detail::visit_mutable_keyword_field(visit, name, field); }); \
   }                                                                                                            \
   TRACETORCH_DETAIL_ASSERT_PFR_NAMES(TRACETORCH_KEYWORDS, Type)

@@ -1143,7 +1143,8 @@ bool set_output_option_named(Options& options, std::string_view name, AsBool&& a
 // ---- begin tracetorch/detail/module/keyword_fields.hpp ----
 /// \file
 /// How a keyword struct's fields are visited (tracetorch/keywords.hpp's TRACETORCH_KEYWORDS): a
-/// Keyword only when the caller passed it, None as `nullptr`, an optional only when engaged.
+/// Keyword only when the caller passed it, None as `nullptr`, an optional only when engaged, and a
+/// keyword struct held as a field as its own keywords, in its place (Python's `f(x=x, **rest)`).
 
 #include <boost/preprocessor/stringize.hpp>
 
@@ -1161,11 +1162,21 @@ inline constexpr bool is_keyword_v = false;
 template <class T>
 inline constexpr bool is_keyword_v<Keyword<T>> = true;
 
+/// A type that TRACETORCH_KEYWORDS declares (or that has its own `tracetorch_keywords`).
+template <class T>
+concept keyword_struct = requires(T& mutable_pack, const T& pack) {
+  tracetorch_keywords(pack, [](std::string_view, const auto&) {});
+  tracetorch_keywords(mutable_pack, [](std::string_view, auto&) {});
+};
+
 /// Calls `visit(name, value)` for a field that counts as passed: a Keyword the caller passed (None
-/// as `nullptr`), an engaged optional, or any other field.
+/// as `nullptr`), an engaged optional, or any other field; a keyword struct's own keywords, each
+/// by its own name.
 template <class Visit, class Field>
 void visit_keyword_field(Visit& visit, std::string_view name, const Field& field) {
-  if constexpr (is_keyword_v<Field>) {
+  if constexpr (keyword_struct<Field>) {
+    tracetorch_keywords(field, visit);
+  } else if constexpr (is_keyword_v<Field>) {
     if (!field.passed()) return;
     if (field.is_none()) {
       visit(name, nullptr);
@@ -1174,6 +1185,17 @@ void visit_keyword_field(Visit& visit, std::string_view name, const Field& field
     }
   } else if constexpr (requires { field.has_value(); typename Field::value_type; }) {
     if (field.has_value()) visit(name, *field);
+  } else {
+    visit(name, field);
+  }
+}
+
+/// Calls `visit(name, field)` with the field itself, passed or not; a keyword struct's own fields,
+/// each by its own name.
+template <class Visit, class Field>
+void visit_mutable_keyword_field(Visit& visit, std::string_view name, Field& field) {
+  if constexpr (keyword_struct<Field>) {
+    tracetorch_keywords(field, visit);
   } else {
     visit(name, field);
   }
@@ -1189,9 +1211,9 @@ void visit_keyword_field(Visit& visit, std::string_view name, const Field& field
   }
 
 /// One field of TRACETORCH_KEYWORDS's mutable overload: the field itself, passed or not.
-#define TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD(r, value, field)                  \
-  if constexpr (requires { value.field; }) {                                    \
-    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);          \
+#define TRACETORCH_DETAIL_VISIT_KEYWORD_FIELD(r, value, field)                                  \
+  if constexpr (requires { value.field; }) {                                                    \
+    ::tracetorch::detail::visit_mutable_keyword_field(visit, BOOST_PP_STRINGIZE(field), value.field); \
   }
 // ---- end tracetorch/detail/module/keyword_fields.hpp ----
 // ---- begin tracetorch/detail/module/python_value.hpp ----
@@ -12432,6 +12454,7 @@ inline void run_debug_io(torch::nn::Module& root, std::string_view root_name, co
 
 #include <cstddef>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -12532,6 +12555,18 @@ class Keyword {
   bool has_value_ = false;
 };
 
+/// Python's `f(a=a, b=b, ...)`, naming every parameter of a keyword struct: a copy in which each
+/// Keyword (those of a keyword struct held as a field too) counts as passed, holding its value
+/// (passed or defaulted) or None. `.x = kw.x.or_none()` for every field, in one call:
+/// `self_attn({.hidden_states = h, .layer = tracetorch::pass_each(kw)})`.
+template <class Keywords>
+Keywords pass_each(Keywords keywords) {
+  tracetorch_keywords(keywords, [](std::string_view, auto& field) {
+    if constexpr (detail::is_keyword_v<std::remove_cvref_t<decltype(field)>>) field = field.or_none();
+  });
+  return keywords;
+}
+
 }  // namespace tracetorch
 
 /// Declares a keyword struct's fields, in declaration order, after the struct (in its namespace):
@@ -12584,7 +12619,8 @@ class Keyword {
   }                                                                                                            \
   template <class Visitor>                                                                                     \
   void tracetorch_keywords(Type& object, Visitor&& visit) {                                                    \
-    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(object, visit);                                    \
+    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(                                                   \
+        object, [&](::std::string_view name, auto& field) { ::tracetorch::detail::visit_mutable_keyword_field(visit, name, field); }); \
   }                                                                                                            \
   TRACETORCH_DETAIL_ASSERT_PFR_NAMES(TRACETORCH_KEYWORDS, Type)
 // ---- end tracetorch/keywords.hpp ----

@@ -49,19 +49,6 @@
 
 namespace tracetorch::models {
 
-/// What upstream's LlamaDecoderLayer passes its self_attn, all by keyword, in that order.
-struct AttentionKeywords {
-  Keyword<torch::Tensor> hidden_states;
-  Keyword<torch::Tensor> attention_mask;
-  Keyword<torch::Tensor> position_ids;
-  Keyword<DynamicCache*> past_key_values;
-  Keyword<bool> use_cache = defaults_to(false);
-  Keyword<torch::Tensor> cache_position;
-  Keyword<PositionEmbeddings> position_embeddings;
-};
-TRACETORCH_KEYWORDS(AttentionKeywords, hidden_states, attention_mask, position_ids, past_key_values, use_cache,
-                    cache_position, position_embeddings);
-
 /// A decoder layer's keywords in LlamaDecoderLayer.forward's order (hidden_states positional).
 /// `use_cache` is the layer's own default (false) unless a caller passes it.
 struct DecoderLayerKeywords {
@@ -74,6 +61,15 @@ struct DecoderLayerKeywords {
 };
 TRACETORCH_KEYWORDS(DecoderLayerKeywords, attention_mask, position_ids, past_key_values, use_cache, cache_position,
                     position_embeddings);
+
+/// What upstream's LlamaDecoderLayer passes its self_attn, all by keyword: hidden_states, then
+/// the layer's own keywords in the layer's order (a keyword struct held as a field is recorded as
+/// its keywords, in its place).
+struct AttentionKeywords {
+  Keyword<torch::Tensor> hidden_states;
+  DecoderLayerKeywords layer;
+};
+TRACETORCH_KEYWORDS(AttentionKeywords, hidden_states, layer);
 
 /// The model's keyword inputs (LlamaModel.forward's order); use_cache and the output flags are
 /// in tracetorch::OutputOptions. attention_mask: [batch, kv] of 1/0 (padding), or a 4-d mask
@@ -146,12 +142,12 @@ struct DecoderFamily {
   template <class LayerKeywords>
   static AttentionKeywords attention_keywords(const torch::Tensor& hidden_states, const LayerKeywords& kw) {
     return {.hidden_states = hidden_states,
-            .attention_mask = *kw.attention_mask,
-            .position_ids = *kw.position_ids,
-            .past_key_values = *kw.past_key_values,
-            .use_cache = *kw.use_cache,
-            .cache_position = *kw.cache_position,
-            .position_embeddings = *kw.position_embeddings};
+            .layer = {.attention_mask = *kw.attention_mask,
+                      .position_ids = *kw.position_ids,
+                      .past_key_values = *kw.past_key_values,
+                      .use_cache = *kw.use_cache,
+                      .cache_position = *kw.cache_position,
+                      .position_embeddings = *kw.position_embeddings}};
   }
 };
 
@@ -178,6 +174,17 @@ using Attention = FamilyHolder<AttentionImpl<Family>, Family, "Attention">;
 }  // namespace tracetorch::models
 
 namespace tracetorch::detail {
+/// The layer's keywords that an attention's keywords hand on: their `layer` field, or the
+/// keywords themselves where a family declares them flat (hidden_states beside the rest).
+template <class Keywords>
+const auto& layer_keywords_in(const Keywords& kw) {
+  if constexpr (requires { kw.layer; }) {
+    return kw.layer;
+  } else {
+    return kw;
+  }
+}
+
 /// The family's MLP class: `Family::MLP` (a holder, or torch::nn::AnyModule when layers differ),
 /// else the gated MLP.
 template <class Family>
@@ -285,6 +292,7 @@ template <class Family>
 std::tuple<torch::Tensor, torch::Tensor> AttentionImpl<Family>::forward(const typename Family::AttentionKeywords& kw,
                                                                         const Kwargs& /*kwargs*/) {
   const auto& hidden_states = *kw.hidden_states;
+  const auto& layer = detail::layer_keywords_in(kw);
   auto shape = hidden_states.sizes().vec();  // (*input_shape, -1, head_dim)
   shape.back() = -1;
   shape.push_back(head_dim);
@@ -294,10 +302,10 @@ std::tuple<torch::Tensor, torch::Tensor> AttentionImpl<Family>::forward(const ty
   auto key = k_proj(hidden_states).view(shape);
   if constexpr (Family::qk_norm) key = k_norm(key);
   auto value = v_proj(hidden_states).view(shape).transpose(1, 2);
-  const auto& [cos, sin] = *kw.position_embeddings;
+  const auto& [cos, sin] = *layer.position_embeddings;
   std::tie(query, key) = apply_rotary_pos_emb(query.transpose(1, 2), key.transpose(1, 2), cos, sin);
-  if (DynamicCache* cache = kw.past_key_values.value_or(nullptr)) std::tie(key, value) = cache->update(key, value, layer_idx);
-  auto [output, weights] = eager_attention_forward(query, key, value, *kw.attention_mask, scaling,
+  if (DynamicCache* cache = layer.past_key_values.value_or(nullptr)) std::tie(key, value) = cache->update(key, value, layer_idx);
+  auto [output, weights] = eager_attention_forward(query, key, value, *layer.attention_mask, scaling,
                                                    is_training() ? attention_dropout : 0.0, is_training());
   shape.pop_back();
   return {o_proj(output.reshape(shape).contiguous()), weights};
