@@ -45,6 +45,20 @@ torch::Tensor f32_mask(const torch::Tensor& cache_position, std::int64_t kv, con
   return tracetorch::models::create_causal_mask(cache_position, 3, kv, 0, padding, window, dtype);
 }
 
+/// A layer convention of another order, with a keyword the model's LayerCall does not hold.
+struct ReorderedLayerKeywords {
+  tracetorch::Keyword<torch::Tensor> attention_mask;
+  tracetorch::Keyword<tracetorch::models::PositionEmbeddings> position_embeddings;
+  tracetorch::Keyword<bool> use_cache = tracetorch::defaults_to(false);
+  tracetorch::Keyword<std::int64_t> sliding_window_size;
+};
+TRACETORCH_KEYWORDS(ReorderedLayerKeywords, attention_mask, position_embeddings, use_cache, sliding_window_size);
+
+struct TinyReordered : tracetorch::models::DecoderFamily<TinyConfig> {
+  using DecoderLayerKeywords = ReorderedLayerKeywords;
+  static constexpr bool layers_get_use_cache = true;
+};
+
 }  // namespace models_parts_test
 
 DOCTEST_TEST_SUITE("models") {
@@ -162,6 +176,28 @@ DOCTEST_TEST_CASE("models: a family names its classes; qk_norm adds q_norm and k
   const auto out = qk({.input_ids = torch::randint(50, {2, 5})});
   DOCTEST_CHECK((out.last_hidden_state.sizes() == c10::IntArrayRef{2, 5, 16}));
   DOCTEST_CHECK(out.past_key_values->get_seq_length() == 5);
+}
+
+DOCTEST_TEST_CASE("models: a layer's keywords are filled from the model's LayerCall by name; use_cache only where the family says") {
+  using namespace models_parts_test;
+  tracetorch::DynamicCache cache;
+  const tracetorch::models::LayerCall call{.attention_mask = torch::ones({1}), .position_ids = torch::zeros({1}),
+                                           .past_key_values = &cache, .use_cache = true};
+  // Llama's convention: every keyword but use_cache, which keeps the layer's default.
+  const auto llama = tracetorch::detail::layer_keywords_of<Tiny>(call);
+  DOCTEST_CHECK(llama.attention_mask.passed());
+  DOCTEST_CHECK(llama.position_ids.passed());
+  DOCTEST_CHECK(*llama.past_key_values == &cache);
+  DOCTEST_CHECK(llama.cache_position.passed());
+  DOCTEST_CHECK_FALSE(llama.use_cache.passed());
+  DOCTEST_CHECK_FALSE(*llama.use_cache);
+  // Another struct: its own order, use_cache passed, a keyword the call lacks left unpassed.
+  const auto reordered = tracetorch::detail::layer_keywords_of<TinyReordered>(call);
+  DOCTEST_CHECK(torch::equal(*reordered.attention_mask, torch::ones({1})));
+  DOCTEST_CHECK(reordered.position_embeddings.passed());
+  DOCTEST_CHECK(reordered.use_cache.passed());
+  DOCTEST_CHECK(*reordered.use_cache);
+  DOCTEST_CHECK_FALSE(reordered.sliding_window_size.passed());
 }
 
 DOCTEST_TEST_CASE("models: a config's sliding_window masks each layer's attention to the window") {

@@ -14,25 +14,6 @@ namespace {
 bool given(const Keyword<torch::Tensor>& k) { return k.has_value() && k->defined(); }
 }  // namespace
 
-Llama::DecoderLayerKeywords Llama::layer_keywords(const tracetorch::models::LayerCall& call) {
-  return {.attention_mask = call.attention_mask,
-          .position_embeddings = call.position_embeddings,
-          .position_ids = call.position_ids,
-          .past_key_values = call.past_key_values,
-          .use_cache = call.use_cache,
-          .cache_position = call.cache_position};
-}
-
-Llama::AttentionKeywords Llama::attention_keywords(const torch::Tensor& hidden_states, const DecoderLayerKeywords& kw) {
-  return {.hidden_states = hidden_states,
-          .attention_mask = kw.attention_mask.or_none(),
-          .position_ids = kw.position_ids.or_none(),
-          .past_key_values = kw.past_key_values.or_none(),
-          .use_cache = kw.use_cache.or_none(),
-          .cache_position = kw.cache_position.or_none(),
-          .position_embeddings = kw.position_embeddings.or_none()};
-}
-
 LlavaMultiModalProjectorImpl::LlavaMultiModalProjectorImpl(const LlavaConfig& c) {
   using torch::nn::LinearOptions;
   const auto text_hidden = c.text_config.hidden_size;

@@ -112,19 +112,6 @@ struct LlamaDecoderLayerKeywords {
 TRACETORCH_KEYWORDS(LlamaDecoderLayerKeywords, attention_mask, position_embeddings, position_ids, past_key_values,
                     use_cache, cache_position);
 
-/// LlamaAttention's keywords as the layer passes them (then the same **kwargs).
-struct LlamaAttentionKeywords {
-  Keyword<torch::Tensor> hidden_states;
-  Keyword<torch::Tensor> attention_mask;
-  Keyword<torch::Tensor> position_ids;
-  Keyword<tracetorch::DynamicCache*> past_key_values;
-  Keyword<bool> use_cache = tracetorch::defaults_to(false);
-  Keyword<torch::Tensor> cache_position;
-  Keyword<PositionEmbeddings> position_embeddings;
-};
-TRACETORCH_KEYWORDS(LlamaAttentionKeywords, hidden_states, attention_mask, position_ids, past_key_values, use_cache,
-                    cache_position, position_embeddings);
-
 /// What Llama at 0233e509 changes in the shared parts' (9ee3f431) conventions.
 struct Llama : tracetorch::models::DecoderFamily<TextConfig> {
   static constexpr std::string_view name = "Llama";
@@ -133,9 +120,8 @@ struct Llama : tracetorch::models::DecoderFamily<TextConfig> {
   static constexpr bool hand_on_output_flags = true;  // the model call's **kwargs reach every layer and self_attn
   using Activation = torch::nn::AnyModule;  // ACT2FN[config.hidden_act]
   using DecoderLayerKeywords = llava::LlamaDecoderLayerKeywords;
-  using AttentionKeywords = llava::LlamaAttentionKeywords;
-  static DecoderLayerKeywords layer_keywords(const tracetorch::models::LayerCall& call);
-  static AttentionKeywords attention_keywords(const torch::Tensor& hidden_states, const DecoderLayerKeywords& kw);
+  static constexpr bool layers_get_use_cache = true;
+  // The layer passes its self_attn hidden_states and its keywords in the shared parts' order.
 };
 using LlamaModel = tracetorch::models::Model<Llama>;
 

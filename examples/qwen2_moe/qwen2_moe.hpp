@@ -113,15 +113,7 @@ struct Qwen2Moe : tracetorch::models::DecoderFamily<Qwen2MoeConfig> {
   using MLP = torch::nn::AnyModule;                   // Qwen2MoeSparseMoeBlock or Qwen2MoeMLP, by layer
   using ModelOutput = MoeModelOutputWithPast;
   static torch::nn::AnyModule make_mlp(const Qwen2MoeConfig& config, std::int64_t layer_idx);
-  /// Qwen2MoeModel passes use_cache too, in LlamaDecoderLayer.forward's order.
-  static DecoderLayerKeywords layer_keywords(const tracetorch::models::LayerCall& call) {
-    return {.attention_mask = call.attention_mask,
-            .position_ids = call.position_ids,
-            .past_key_values = call.past_key_values,
-            .use_cache = call.use_cache,
-            .cache_position = call.cache_position,
-            .position_embeddings = call.position_embeddings};
-  }
+  static constexpr bool layers_get_use_cache = true;  // in LlamaDecoderLayer.forward's order
 };
 
 using Qwen2MoeRMSNorm = tracetorch::models::RMSNorm<Qwen2Moe>;

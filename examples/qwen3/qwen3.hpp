@@ -78,14 +78,7 @@ struct Qwen3 : tracetorch::models::DecoderFamily<Qwen3Config> {
   static constexpr bool cache_only_when_used = true;
   using Activation = torch::nn::AnyModule;  // ACT2FN[config.hidden_act]
   using DecoderLayerKeywords = Qwen3DecoderLayerKeywords;
-  static DecoderLayerKeywords layer_keywords(const tracetorch::models::LayerCall& call) {
-    return {.attention_mask = call.attention_mask,
-            .position_embeddings = call.position_embeddings,
-            .position_ids = call.position_ids,
-            .past_key_values = call.past_key_values,
-            .use_cache = call.use_cache,
-            .cache_position = call.cache_position};
-  }
+  static constexpr bool layers_get_use_cache = true;
 };
 
 using Qwen3RMSNorm = tracetorch::models::RMSNorm<Qwen3>;

@@ -20,9 +20,10 @@
 /// `cache_only_when_used` (past_key_values in the output only when use_cache: Qwen3);
 /// `rotary_position_ids_keyword` (`rotary_emb(h, position_ids=ids)`: Llama in transformers 5.x);
 /// `Activation` (a module type, or torch::nn::AnyModule for ACT2FN[config.hidden_act]); the call
-/// conventions: `DecoderLayerKeywords` with `layer_keywords(const LayerCall&)` (what the model
-/// passes each layer), `AttentionKeywords` with `attention_keywords(h, layer_keywords)` (what a
-/// layer passes its self_attn), `ModelInputs`. A sliding window comes from the config
+/// conventions: `DecoderLayerKeywords` with `layers_get_use_cache` (what the model passes each
+/// layer, filled by name; or the family's own `layer_keywords(const LayerCall&)`),
+/// `AttentionKeywords` with `attention_keywords(h, layer_keywords)` (what a layer passes its
+/// self_attn), `ModelInputs`. A sliding window comes from the config
 /// (`sliding_window`, and `layer_types` where the config has them: Mistral, Qwen3). A family may
 /// also choose each layer's MLP (`MLP` and `make_mlp(config, layer_idx)`: Qwen2-MoE's sparse
 /// blocks beside dense layers), its output struct (`ModelOutput`), its record map (a
@@ -93,7 +94,8 @@ struct BaseModelOutputWithPast {
 };
 TRACETORCH_OUTPUT(BaseModelOutputWithPast, last_hidden_state, past_key_values, hidden_states, attentions);
 
-/// Everything the model hands its layers; a family's layer_keywords picks what it passes.
+/// Everything the model hands its layers: each of the family's DecoderLayerKeywords is filled from
+/// the field of its name (detail::layer_keywords_of), or by the family's own layer_keywords.
 struct LayerCall {
   torch::Tensor attention_mask;  // the mask of the layer's attention type (full or sliding)
   torch::Tensor position_ids;
@@ -102,6 +104,8 @@ struct LayerCall {
   torch::Tensor cache_position;
   PositionEmbeddings position_embeddings;
 };
+TRACETORCH_KEYWORDS(LayerCall, attention_mask, position_ids, past_key_values, use_cache, cache_position,
+                    position_embeddings);
 
 /// Llama's conventions (modeling_llama.py at 9ee3f431), the defaults a family restates in part.
 template <class ConfigType>
@@ -129,14 +133,10 @@ struct DecoderFamily {
   /// since transformers 5 (Qwen2-MoE and Llama at 0233e509); Llama at 9ee3f431 pops them.
   static constexpr bool hand_on_output_flags = false;
 
-  /// LlamaModel passes each layer these (not use_cache: the layer keeps its default).
-  static DecoderLayerKeywords layer_keywords(const LayerCall& call) {
-    return {.attention_mask = call.attention_mask,
-            .position_ids = call.position_ids,
-            .past_key_values = call.past_key_values,
-            .cache_position = call.cache_position,
-            .position_embeddings = call.position_embeddings};
-  }
+  /// Whether the model passes each layer `use_cache` (Qwen3, Qwen2-MoE, Llama in transformers
+  /// 5.x); LlamaModel at 9ee3f431 does not, and the layer keeps its default. The other keywords of
+  /// DecoderLayerKeywords are passed from the LayerCall fields of their names, in the struct's order.
+  static constexpr bool layers_get_use_cache = false;
   /// LlamaDecoderLayer passes its self_attn its own keywords' values (`x=x` in Python passes the
   /// value whether or not the layer's caller passed it) with the normed hidden states.
   template <class LayerKeywords>
@@ -182,6 +182,27 @@ const auto& layer_keywords_in(const Keywords& kw) {
     return kw.layer;
   } else {
     return kw;
+  }
+}
+
+/// What the model passes each layer: the family's own `layer_keywords(call)` where it has one, else
+/// each keyword of `Family::DecoderLayerKeywords` from the LayerCall field of the same name
+/// (`use_cache` only where `Family::layers_get_use_cache`); a keyword LayerCall lacks stays unpassed.
+template <class Family>
+typename Family::DecoderLayerKeywords layer_keywords_of(const models::LayerCall& call) {
+  if constexpr (requires { Family::layer_keywords(call); }) {
+    return Family::layer_keywords(call);
+  } else {
+    typename Family::DecoderLayerKeywords keywords;
+    tracetorch_keywords(keywords, [&](std::string_view name, auto& field) {
+      if (name == "use_cache" && !Family::layers_get_use_cache) return;
+      tracetorch_keywords(call, [&](std::string_view field_of_call, const auto& value) {
+        if constexpr (std::is_assignable_v<decltype(field), decltype(value)>) {
+          if (field_of_call == name) field = value;
+        }
+      });
+    });
+    return keywords;
   }
 }
 
@@ -412,7 +433,8 @@ typename ModelImpl<Family>::Output ModelImpl<Family>::run_layers(const typename 
     if (window && window != built_window) sliding_mask = mask_for(built_window = window);
     call.attention_mask = window ? sliding_mask : full_mask;
     // Through the holder type, so the call is traced (as<DecoderLayerImpl> would not be).
-    hidden_states = (*layers)[i]->as<DecoderLayer<Family>>()->forward(hidden_states, Family::layer_keywords(call), handed_on);
+    hidden_states = (*layers)[i]->as<DecoderLayer<Family>>()->forward(hidden_states, detail::layer_keywords_of<Family>(call),
+                                                                       handed_on);
   }
   const bool keep_cache = use_cache || !Family::cache_only_when_used;
   Output output;
