@@ -59,6 +59,27 @@ struct TinyReordered : tracetorch::models::DecoderFamily<TinyConfig> {
   static constexpr bool layers_get_use_cache = true;
 };
 
+/// A family whose self_attn takes its keywords flat, hidden_states beside the rest (no `.layer`).
+struct FlatAttentionKeywords {
+  tracetorch::Keyword<torch::Tensor> hidden_states;
+  tracetorch::Keyword<torch::Tensor> attention_mask;
+  tracetorch::Keyword<tracetorch::DynamicCache*> past_key_values;
+  tracetorch::Keyword<tracetorch::models::PositionEmbeddings> position_embeddings;
+};
+TRACETORCH_KEYWORDS(FlatAttentionKeywords, hidden_states, attention_mask, past_key_values, position_embeddings);
+
+struct TinyFlat : tracetorch::models::DecoderFamily<TinyConfig> {
+  static constexpr std::string_view name = "TinyFlat";
+  using AttentionKeywords = FlatAttentionKeywords;
+  template <class LayerKeywords>
+  static AttentionKeywords attention_keywords(const torch::Tensor& hidden_states, const LayerKeywords& kw) {
+    return {.hidden_states = hidden_states,
+            .attention_mask = kw.attention_mask,
+            .past_key_values = kw.past_key_values,
+            .position_embeddings = kw.position_embeddings};
+  }
+};
+
 }  // namespace models_parts_test
 
 DOCTEST_TEST_SUITE("models") {
@@ -198,6 +219,23 @@ DOCTEST_TEST_CASE("models: a layer's keywords are filled from the model's LayerC
   DOCTEST_CHECK(reordered.use_cache.passed());
   DOCTEST_CHECK(*reordered.use_cache);
   DOCTEST_CHECK_FALSE(reordered.sliding_window_size.passed());
+}
+
+DOCTEST_TEST_CASE("models: a family's flat attention keywords are read as the shared .layer ones are") {
+  using namespace models_parts_test;
+  torch::manual_seed(3);
+  tracetorch::models::Model<Tiny> shared(TinyConfig{});
+  tracetorch::models::Model<TinyFlat> flat(TinyConfig{});
+  {
+    torch::NoGradGuard no_grad;
+    const auto from = shared->named_parameters();
+    for (auto& item : flat->named_parameters()) item.value().copy_(from[item.key()]);
+  }
+  const auto ids = torch::randint(50, {2, 5});
+  const auto expected_out = shared({.input_ids = ids});
+  const auto out = flat({.input_ids = ids});
+  DOCTEST_CHECK(torch::equal(out.last_hidden_state, expected_out.last_hidden_state));
+  DOCTEST_CHECK(out.past_key_values->get_seq_length() == 5);  // the flat struct's cache was updated
 }
 
 DOCTEST_TEST_CASE("models: a config's sliding_window masks each layer's attention to the window") {
