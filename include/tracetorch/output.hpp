@@ -40,10 +40,7 @@ namespace detail {
 /// Visits option `name` of `options` when it is set (output_<key> for the record keys' flags).
 template <class Visitor>
 void visit_output_option(const OutputOptions& options, std::string_view name, Visitor& visit) {
-  bool found = false;
-  for_each_output_option<OutputOptions>([&](std::string_view option, auto member) {
-    if (found || option != name) return;
-    found = true;
+  const bool found = with_output_option<OutputOptions>(name, [&](std::string_view option, auto member) {
     const auto& value = options.*member;
     if (!value) return;
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*value)>, LayerSelection>) {

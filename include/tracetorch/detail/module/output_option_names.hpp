@@ -41,6 +41,18 @@ void for_each_output_option(Visit&& visit) {
   std::apply([&](const auto&... option) { (visit(option.name, option.member), ...); }, output_option_table<Options>());
 }
 
+/// Calls `act(name, member)` for the option named `name`; false where the table has none.
+template <class Options, class Act>
+bool with_output_option(std::string_view name, Act&& act) {
+  bool found = false;
+  for_each_output_option<Options>([&](std::string_view option, auto member) {
+    if (found || option != name) return;
+    found = true;
+    act(option, member);
+  });
+  return found;
+}
+
 /// Every option's name in declaration order, with `record_key_flags` (`output_<key>`, the
 /// options' `output` member) in their place after output_attentions.
 template <class Options>
@@ -57,20 +69,16 @@ std::vector<std::string> output_option_names(const std::vector<std::string>& rec
 /// `as_string()`, which throw for a value of another type; false where `name` is not in the table.
 template <class Options, class AsBool, class AsString>
 bool set_output_option_named(Options& options, std::string_view name, AsBool&& as_bool, AsString&& as_string) {
-  bool found = false;
-  for_each_output_option<Options>([&](std::string_view option, auto member) {
-    if (found || option != name) return;
-    found = true;
+  return with_output_option<Options>(name, [&](std::string_view, auto member) {
     using Value = typename std::remove_cvref_t<decltype(options.*member)>::value_type;
     if constexpr (std::is_same_v<Value, bool>) {
       options.*member = as_bool();
-    } else if constexpr (std::is_constructible_v<Value, std::string>) {
+    } else if constexpr (std::is_same_v<Value, std::string>) {
       options.*member = as_string();
     } else {
       options.*member = Value(as_bool());  // a LayerSelection: all of them, or none
     }
   });
-  return found;
 }
 
 }  // namespace tracetorch::detail

@@ -87,10 +87,14 @@ inline std::pair<std::string, std::string> split_call_argument(const std::string
 
 /// The flags that name a file or directory; an empty value is a UsageError.
 inline constexpr std::pair<std::string_view, std::optional<std::filesystem::path> TraceArguments::*> kPathFlags[] = {
-    {"--config", &TraceArguments::config},         {"--weights", &TraceArguments::weights},
-    {"--input-ids", &TraceArguments::input_ids},   {"--inputs", &TraceArguments::inputs},
-    {"--dump-captured", &TraceArguments::dump_captured}, {"--replay", &TraceArguments::replay},
-    {"--accept", &TraceArguments::replay_accept},  {"--json", &TraceArguments::replay_json},
+    {"--config", &TraceArguments::config},
+    {"--weights", &TraceArguments::weights},
+    {"--input-ids", &TraceArguments::input_ids},
+    {"--inputs", &TraceArguments::inputs},
+    {"--dump-captured", &TraceArguments::dump_captured},
+    {"--replay", &TraceArguments::replay},
+    {"--accept", &TraceArguments::replay_accept},
+    {"--json", &TraceArguments::replay_json},
     {"--html", &TraceArguments::replay_html},
 };
 

@@ -27,7 +27,8 @@ inline void append_hex_digits(std::string& out, std::uint32_t value, int digits)
 class AsciiEscapes {
  public:
   constexpr AsciiEscapes(std::initializer_list<std::pair<char, std::string_view>> entries) {
-    for (const auto& [character, escape] : entries) escapes_[static_cast<unsigned char>(character) & 0x7F] = escape;
+    // at(): an entry that is not ASCII is a compile error in a constexpr table, not a wrong slot.
+    for (const auto& [character, escape] : entries) escapes_.at(static_cast<unsigned char>(character)) = escape;
   }
   /// The short escape of `code`, empty where it has none.
   constexpr std::string_view operator[](std::uint32_t code) const {
