@@ -51,7 +51,8 @@ TRACETORCH_CONFIG(LlavaConfig, vision_config, text_config, image_token_index, vi
                   rope_scaling, towers, pad_token_id);
 
 /// What read_config throws for `text`, or "" when it does not.
-std::string read_error(const std::string& text, LlavaConfig& config) {
+template <class Config>
+std::string read_error(const std::string& text, Config& config) {
   try {
     tracetorch::read_config(tracetorch::ConfigFile(text, "config.json"), config);
   } catch (const tracetorch::Error& e) {
@@ -178,4 +179,46 @@ DOCTEST_TEST_CASE("config: a field set by name from a Python literal, with the r
   DOCTEST_CHECK_THROWS_AS(tracetorch::set_config_field(config, "image_token_index", "seven"), tracetorch::Error);
   DOCTEST_CHECK(config.vision_config.hidden_size == 768);
   DOCTEST_CHECK(config.image_token_index == 7);
+}
+
+namespace cfgtest {
+/// A port's size rules through check_positive/check_not_negative, each key named once.
+struct SizesConfig {
+  std::int64_t hidden_size = 64;
+  std::int64_t num_hidden_layers = 2;
+  std::optional<std::int64_t> head_dim;
+  double rms_norm_eps = 1e-6;
+  void validate(const std::string& where) const;
+};
+TRACETORCH_CONFIG(SizesConfig, hidden_size, num_hidden_layers, head_dim, rms_norm_eps);
+
+// After TRACETORCH_CONFIG, as config_file.md says: the keys come from its list.
+void SizesConfig::validate(const std::string& where) const {
+  tracetorch::check_positive(*this, "toy: " + where, hidden_size, head_dim, rms_norm_eps);
+  tracetorch::check_not_negative(*this, "toy: " + where, num_hidden_layers);
+}
+
+std::string sizes_error(const std::string& text) {
+  SizesConfig config;
+  return read_error(text, config);
+}
+}  // namespace cfgtest
+
+DOCTEST_TEST_CASE("config: check_positive and check_not_negative name the key from TRACETORCH_CONFIG's list") {
+  DOCTEST_CHECK(cfgtest::sizes_error("{}").empty());
+  DOCTEST_CHECK(cfgtest::sizes_error(R"({"head_dim": 8, "num_hidden_layers": 0})").empty());
+  DOCTEST_CHECK(cfgtest::sizes_error(R"({"hidden_size": 0})") == "toy: config.json: hidden_size is 0: sizes must be positive");
+  DOCTEST_CHECK(cfgtest::sizes_error(R"({"head_dim": -4})") == "toy: config.json: head_dim is -4: sizes must be positive");
+  DOCTEST_CHECK(cfgtest::sizes_error(R"({"rms_norm_eps": 0.0})") == "toy: config.json: rms_norm_eps must be a finite number > 0");
+  DOCTEST_CHECK(cfgtest::sizes_error(R"({"num_hidden_layers": -1})") == "toy: config.json: num_hidden_layers is -1: it must be >= 0");
+  // The first failing field in the call's order is the one named.
+  DOCTEST_CHECK(cfgtest::sizes_error(R"({"hidden_size": -1, "rms_norm_eps": -1.0})") ==
+                "toy: config.json: hidden_size is -1: sizes must be positive");
+  // A value that is not a field of the config is a programming error, refused even when it is valid.
+  const cfgtest::SizesConfig config;
+  const std::int64_t local = 5;
+  DOCTEST_CHECK_THROWS_WITH_AS(tracetorch::check_positive(config, "toy", local),
+                               "tracetorch::check_positive/check_not_negative: an argument is not a field that "
+                               "TRACETORCH_CONFIG lists",
+                               tracetorch::Error);
 }

@@ -35,20 +35,11 @@ void GemmaConfig::validate(const std::string& where) const {
   if (!rope_scaling.is_null()) {
     throw tracetorch::Error("tracetorch: " + where + ": \"rope_scaling\" must be null: only the default rope is ported");
   }
-  const std::pair<const char*, std::int64_t> sizes[] = {
-      {"vocab_size", vocab_size},         {"hidden_size", hidden_size},
-      {"intermediate_size", intermediate_size}, {"num_attention_heads", num_attention_heads},
-      {"num_key_value_heads", num_key_value_heads}, {"head_dim", head_dim},
-      {"max_position_embeddings", max_position_embeddings},
-  };
-  for (const auto& [key, value] : sizes) {
-    if (value <= 0) fail(std::string(key) + " is " + std::to_string(value) + ": sizes must be positive");
-  }
-  if (num_hidden_layers < 0) fail("num_hidden_layers is " + std::to_string(num_hidden_layers) + ": it must be >= 0");
+  tracetorch::check_positive(*this, "gemma: " + where, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+                             num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps, rope_theta);
+  tracetorch::check_not_negative(*this, "gemma: " + where, num_hidden_layers);
   if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
   if (head_dim % 2 != 0) fail("head_dim must be even for rotary embeddings");
-  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) fail("rms_norm_eps must be a finite number > 0");
-  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) fail("rope_theta must be a finite number > 0");
   if (!(attention_dropout >= 0 && attention_dropout <= 1)) fail("attention_dropout must be in [0, 1]");
   if (pad_token_id && (*pad_token_id < 0 || *pad_token_id >= vocab_size)) fail("pad_token_id must be in [0, vocab_size)");
   tracetorch::nn::get_activation(hidden_act);  // throws, listing the known names, for an unknown one

@@ -27,25 +27,13 @@ LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
 
 void LlamaConfig::validate(const std::string& where) const {
   const auto fail = [&](const std::string& why) { throw tracetorch::Error("llama: " + where + ": " + why); };
-  // Each size named, so that the one line says which key to fix.
-  const std::pair<const char*, std::int64_t> sizes[] = {
-      {"vocab_size", vocab_size},
-      {"hidden_size", hidden_size},
-      {"intermediate_size", intermediate_size},
-      {"num_attention_heads", num_attention_heads},
-      {"num_key_value_heads", num_key_value_heads},
-      {"max_position_embeddings", max_position_embeddings},
-  };
-  for (const auto& [key, value] : sizes) {
-    if (value <= 0) fail(std::string(key) + " is " + std::to_string(value) + ": sizes must be positive");
-  }
-  if (num_hidden_layers < 0) fail("num_hidden_layers is " + std::to_string(num_hidden_layers) + ": it must be >= 0");
-  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) fail("rms_norm_eps must be a finite number > 0");
-  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) fail("rope_theta must be a finite number > 0");
+  // Each key named in its message, so that the one line says which to fix.
+  tracetorch::check_positive(*this, "llama: " + where, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+                             num_key_value_heads, max_position_embeddings, rms_norm_eps, rope_theta, head_dim);
+  tracetorch::check_not_negative(*this, "llama: " + where, num_hidden_layers);
   if (rope_scaling && rope_scaling->rope_type != "default" && rope_scaling->rope_type != "llama3") {
     fail("rope_scaling has rope_type \"" + rope_scaling->rope_type + "\": only \"default\" and \"llama3\" are ported");
   }
-  if (head_dim && *head_dim <= 0) fail("head_dim is " + std::to_string(*head_dim) + ": sizes must be positive");
   if (!head_dim && hidden_size % num_attention_heads != 0) fail("hidden_size is not a multiple of num_attention_heads");
   if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
   if (head_dim.value_or(hidden_size / num_attention_heads) % 2 != 0) fail("the head dimension must be even for rotary embeddings");

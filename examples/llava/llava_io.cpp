@@ -25,15 +25,11 @@ LlavaConfig LlavaConfig::from_json_file(const std::filesystem::path& path, trace
 
 void LlamaConfig::validate(const std::string& where) const {
   const auto fail = [&](const std::string& why) { throw tracetorch::Error("llava: " + where + ": text_config: " + why); };
+  const std::string text_config = "llava: " + where + ": text_config";
+  tracetorch::check_positive(*this, text_config, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+                             num_key_value_heads, max_position_embeddings, head_dim);
+  tracetorch::check_not_negative(*this, text_config, num_hidden_layers);
   const auto heads = num_key_value_heads.value_or(num_attention_heads);
-  const std::pair<const char*, std::int64_t> sizes[] = {
-      {"vocab_size", vocab_size}, {"hidden_size", hidden_size}, {"intermediate_size", intermediate_size},
-      {"num_attention_heads", num_attention_heads}, {"num_key_value_heads", heads},
-      {"max_position_embeddings", max_position_embeddings}, {"head_dim", head_dim.value_or(1)}};
-  for (const auto& [key, value] : sizes) {
-    if (value <= 0) fail(std::string(key) + " is " + std::to_string(value) + ": sizes must be positive");
-  }
-  if (num_hidden_layers < 0) fail("num_hidden_layers must be >= 0");
   if (num_attention_heads % heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
   if (!head_dim && hidden_size % num_attention_heads != 0) fail("hidden_size is not a multiple of num_attention_heads");
   if (head_dim.value_or(hidden_size / num_attention_heads) % 2 != 0) fail("head_dim must be even for rotary embeddings");

@@ -21,22 +21,10 @@ Qwen2MoeConfig Qwen2MoeConfig::from_json_file(const std::filesystem::path& path,
 
 void Qwen2MoeConfig::validate(const std::string& where) const {
   const auto fail = [&](const std::string& why) { throw tracetorch::Error("qwen2_moe: " + where + ": " + why); };
-  const std::pair<const char*, std::int64_t> sizes[] = {
-      {"vocab_size", vocab_size},
-      {"hidden_size", hidden_size},
-      {"intermediate_size", intermediate_size},
-      {"num_attention_heads", num_attention_heads},
-      {"num_key_value_heads", num_key_value_heads},
-      {"max_position_embeddings", max_position_embeddings},
-      {"decoder_sparse_step", decoder_sparse_step},
-      {"moe_intermediate_size", moe_intermediate_size},
-      {"shared_expert_intermediate_size", shared_expert_intermediate_size},
-  };
-  for (const auto& [key, value] : sizes) {
-    if (value <= 0) fail(std::string(key) + " is " + std::to_string(value) + ": sizes must be positive");
-  }
-  if (num_hidden_layers < 0) fail("num_hidden_layers must be >= 0");
-  if (num_experts < 0) fail("num_experts must be >= 0");
+  tracetorch::check_positive(*this, "qwen2_moe: " + where, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+                             num_key_value_heads, max_position_embeddings, decoder_sparse_step, moe_intermediate_size,
+                             shared_expert_intermediate_size);
+  tracetorch::check_not_negative(*this, "qwen2_moe: " + where, num_hidden_layers, num_experts);
   if (num_experts > 0 && (num_experts_per_tok <= 0 || num_experts_per_tok > num_experts)) {
     fail("num_experts_per_tok must be in [1, num_experts]");
   }

@@ -25,16 +25,9 @@ void Qwen3Config::validate(const std::string& where) {
       layer_types.emplace_back(sliding_window && i >= max_window_layers ? "sliding_attention" : "full_attention");
     }
   }
-  const std::pair<const char*, std::int64_t> sizes[] = {
-      {"vocab_size", vocab_size},       {"hidden_size", hidden_size},
-      {"intermediate_size", intermediate_size}, {"num_attention_heads", num_attention_heads},
-      {"num_key_value_heads", num_key_value_heads}, {"head_dim", head_dim},
-      {"max_position_embeddings", max_position_embeddings},
-  };
-  for (const auto& [key, value] : sizes) {
-    if (value <= 0) fail(std::string(key) + " is " + std::to_string(value) + ": sizes must be positive");
-  }
-  if (num_hidden_layers < 0) fail("num_hidden_layers must be >= 0");
+  tracetorch::check_positive(*this, "qwen3: " + where, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+                             num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps, rope_theta);
+  tracetorch::check_not_negative(*this, "qwen3: " + where, num_hidden_layers);
   if (static_cast<std::int64_t>(layer_types.size()) != num_hidden_layers) fail("layer_types must have one entry per layer");
   for (const auto& type : layer_types) {
     if (type != "full_attention" && type != "sliding_attention") fail("layer_types: unknown type \"" + type + "\"");
@@ -42,8 +35,6 @@ void Qwen3Config::validate(const std::string& where) {
   }
   if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
   if (head_dim % 2 != 0) fail("head_dim must be even for rotary embeddings");
-  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) fail("rms_norm_eps must be a finite number > 0");
-  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) fail("rope_theta must be a finite number > 0");
   if (pad_token_id && (*pad_token_id < 0 || *pad_token_id >= vocab_size)) fail("pad_token_id must be in [0, vocab_size)");
   tracetorch::nn::get_activation(hidden_act);  // throws, listing the known names, for an unknown one
 }

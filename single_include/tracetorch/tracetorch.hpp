@@ -8165,6 +8165,9 @@ inline boost::json::value parse_python_literal_as_json(std::string_view text) {
 /// TRACETORCH_CONFIG(VisionConfig, hidden_size, num_hidden_layers);
 /// \endcode
 
+#include <cmath>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -8323,6 +8326,72 @@ void for_each_field_named_by_pfr(Self& value, Visit&& visit) {
   if constexpr (requires { value.field; }) {                                      \
     visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
   }
+
+namespace tracetorch {
+
+namespace detail {
+
+/// The name TRACETORCH_CONFIG lists for `field`, a member of `config` found by its address.
+template <class Config, class Field>
+std::string_view config_key_of(const Config& config, const Field& field) {
+  std::string_view key;
+  tracetorch_config(config, [&](std::string_view name, const auto& member) {
+    if (static_cast<const void*>(&member) == static_cast<const void*>(&field)) key = name;
+  });
+  if (key.empty()) throw Error("tracetorch::check_positive/check_not_negative: an argument is not a field that TRACETORCH_CONFIG lists");
+  return key;
+}
+
+/// The value of a field, or nullopt for an optional field that is not set.
+template <class Field>
+auto set_value_of(const Field& field) {
+  if constexpr (requires { field.has_value(); }) {
+    return field;
+  } else {
+    return std::optional<Field>(field);
+  }
+}
+
+}  // namespace detail
+
+/// For a config's validate hook: each of `fields`, members of `config` named once (the key
+/// comes from TRACETORCH_CONFIG's list), must be positive. An integer that is not throws
+/// tracetorch::Error "<where>: <key> is <value>: sizes must be positive"; a floating-point value
+/// that is not finite and > 0, "<where>: <key> must be a finite number > 0". An optional field
+/// that is not set passes.
+/// \code
+/// void LlamaConfig::validate(const std::string& where) const {
+///   tracetorch::check_positive(*this, "llama: " + where, vocab_size, hidden_size, rms_norm_eps);
+/// }
+/// \endcode
+template <class Config, class... Fields>
+void check_positive(const Config& config, const std::string& where, const Fields&... fields) {
+  const auto check = [&](const auto& field) {
+    const std::string key(detail::config_key_of(config, field));  // first: a wrong argument fails every time
+    const auto value = detail::set_value_of(field);
+    if (!value) return;
+    if constexpr (std::is_floating_point_v<std::remove_cvref_t<decltype(*value)>>) {
+      if (!(*value > 0) || !std::isfinite(*value)) throw Error(where + ": " + key + " must be a finite number > 0");
+    } else if (!(*value > 0)) {
+      throw Error(where + ": " + key + " is " + std::to_string(*value) + ": sizes must be positive");
+    }
+  };
+  (check(fields), ...);
+}
+
+/// check_positive's companion for counts that may be zero (num_hidden_layers): "<where>: <key>
+/// is <value>: it must be >= 0".
+template <class Config, class... Fields>
+void check_not_negative(const Config& config, const std::string& where, const Fields&... fields) {
+  const auto check = [&](const auto& field) {
+    const std::string key(detail::config_key_of(config, field));
+    const auto value = detail::set_value_of(field);
+    if (value && *value < 0) throw Error(where + ": " + key + " is " + std::to_string(*value) + ": it must be >= 0");
+  };
+  (check(fields), ...);
+}
+
+}  // namespace tracetorch
 // ---- end tracetorch/config_struct.hpp ----
 
 namespace tracetorch {

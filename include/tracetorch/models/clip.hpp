@@ -73,24 +73,22 @@ struct CLIPVisionConfig {
 
   /// Sizes that do not fit together (heads not dividing hidden_size, patches not tiling the
   /// image) or an unknown hidden_act: a tracetorch::Error naming `where` and the key.
-  void validate(const std::string& where) const {
-    const auto fail = [&](const std::string& why) { throw Error("CLIPVisionConfig: " + where + ": " + why); };
-    const std::pair<const char*, std::int64_t> sizes[] = {
-        {"hidden_size", hidden_size}, {"intermediate_size", intermediate_size}, {"num_attention_heads", num_attention_heads},
-        {"num_channels", num_channels}, {"image_size", image_size},           {"patch_size", patch_size}};
-    for (const auto& [key, value] : sizes) {
-      if (value <= 0) fail(std::string(key) + " is " + std::to_string(value) + ": sizes must be positive");
-    }
-    if (num_hidden_layers < 0) fail("num_hidden_layers must be >= 0");
-    if (hidden_size % num_attention_heads != 0) fail("hidden_size is not a multiple of num_attention_heads");
-    if (image_size % patch_size != 0) fail("image_size is not a multiple of patch_size");
-    if (!(layer_norm_eps > 0) || !std::isfinite(layer_norm_eps)) fail("layer_norm_eps must be a finite number > 0");
-    nn::get_activation(hidden_act);  // throws, listing the known names, for an unknown one
-  }
+  void validate(const std::string& where) const;
 };
 TRACETORCH_CONFIG(CLIPVisionConfig, hidden_size, intermediate_size, projection_dim, num_hidden_layers, num_attention_heads,
                   num_channels, image_size, patch_size, hidden_act, layer_norm_eps, attention_dropout, initializer_range,
                   initializer_factor, output_hidden_states, output_attentions);
+
+// After TRACETORCH_CONFIG: check_positive names each key from its list.
+inline void CLIPVisionConfig::validate(const std::string& where) const {
+  const std::string prefix = "CLIPVisionConfig: " + where;
+  check_positive(*this, prefix, hidden_size, intermediate_size, num_attention_heads, num_channels, image_size, patch_size,
+                 layer_norm_eps);
+  check_not_negative(*this, prefix, num_hidden_layers);
+  if (hidden_size % num_attention_heads != 0) throw Error(prefix + ": hidden_size is not a multiple of num_attention_heads");
+  if (image_size % patch_size != 0) throw Error(prefix + ": image_size is not a multiple of patch_size");
+  nn::get_activation(hidden_act);  // throws, listing the known names, for an unknown one
+}
 
 /// transformers' BaseModelOutput (CLIPEncoder's) and BaseModelOutputWithPooling (CLIPVisionModel's).
 struct BaseModelOutput {
