@@ -34,7 +34,8 @@ GPT2Config GPT2Config::from_json_file(const std::filesystem::path& path) {
 
 void GPT2Config::validate(const std::string& where) const {
   const auto fail = [&](const std::string& why) { throw tracetorch::Error("gpt2: " + where + ": " + why); };
-  if (vocab_size <= 0 || n_positions <= 0 || n_embd <= 0 || n_layer < 0 || n_head <= 0) fail("sizes must be positive");
+  tracetorch::check_positive(*this, "gpt2: " + where, vocab_size, n_positions, n_embd, n_head, n_inner);
+  tracetorch::check_not_negative(*this, "gpt2: " + where, n_layer);
   if (n_embd % n_head != 0) fail("n_embd is not a multiple of n_head");
   tracetorch::nn::get_activation(activation_function);  // throws for an unknown name
 }
