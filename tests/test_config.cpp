@@ -221,4 +221,8 @@ DOCTEST_TEST_CASE("config: check_positive and check_not_negative name the key fr
                                "tracetorch::check_positive/check_not_negative: an argument is not a field that "
                                "TRACETORCH_CONFIG lists",
                                tracetorch::Error);
+  // A nested struct's first field shares the struct's address: it is still not the struct's key.
+  const cfgtest::LlavaConfig llava;
+  DOCTEST_CHECK_THROWS_AS(tracetorch::check_positive(llava, "toy", llava.vision_config.hidden_size), tracetorch::Error);
+  DOCTEST_CHECK_NOTHROW(tracetorch::check_positive(llava, "toy", llava.image_token_index));
 }

@@ -8331,12 +8331,15 @@ namespace tracetorch {
 
 namespace detail {
 
-/// The name TRACETORCH_CONFIG lists for `field`, a member of `config` found by its address.
+/// The name TRACETORCH_CONFIG lists for `field`, a member of `config` found by its address and
+/// type (a nested struct shares its address with its own first member).
 template <class Config, class Field>
 std::string_view config_key_of(const Config& config, const Field& field) {
   std::string_view key;
   tracetorch_config(config, [&](std::string_view name, const auto& member) {
-    if (static_cast<const void*>(&member) == static_cast<const void*>(&field)) key = name;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(member)>, Field>) {
+      if (&member == &field) key = name;
+    }
   });
   if (key.empty()) throw Error("tracetorch::check_positive/check_not_negative: an argument is not a field that TRACETORCH_CONFIG lists");
   return key;
@@ -8344,7 +8347,7 @@ std::string_view config_key_of(const Config& config, const Field& field) {
 
 /// The value of a field, or nullopt for an optional field that is not set.
 template <class Field>
-auto set_value_of(const Field& field) {
+auto value_if_set(const Field& field) {
   if constexpr (requires { field.has_value(); }) {
     return field;
   } else {
@@ -8368,7 +8371,7 @@ template <class Config, class... Fields>
 void check_positive(const Config& config, const std::string& where, const Fields&... fields) {
   const auto check = [&](const auto& field) {
     const std::string key(detail::config_key_of(config, field));  // first: a wrong argument fails every time
-    const auto value = detail::set_value_of(field);
+    const auto value = detail::value_if_set(field);
     if (!value) return;
     if constexpr (std::is_floating_point_v<std::remove_cvref_t<decltype(*value)>>) {
       if (!(*value > 0) || !std::isfinite(*value)) throw Error(where + ": " + key + " must be a finite number > 0");
@@ -8385,7 +8388,7 @@ template <class Config, class... Fields>
 void check_not_negative(const Config& config, const std::string& where, const Fields&... fields) {
   const auto check = [&](const auto& field) {
     const std::string key(detail::config_key_of(config, field));
-    const auto value = detail::set_value_of(field);
+    const auto value = detail::value_if_set(field);
     if (value && *value < 0) throw Error(where + ": " + key + " is " + std::to_string(*value) + ": it must be >= 0");
   };
   (check(fields), ...);
