@@ -396,8 +396,8 @@ llama::LlamaConfig mid_config() {
 
 /// How far apart two tensors that the plain and annotated models computed are: 0 where they are
 /// equal, as they should be. A difference at float rounding is let through (the caller warns
-/// once): with OpenBLAS's AVX-512 kernels, chosen by CPU, two layouts of the same product can
-/// round apart, which `OPENBLAS_CORETYPE=Haswell` removes (docs/porting.md). A larger one, or
+/// once): with OpenBLAS's AVX-512 kernels, chosen by CPU, the two models' products can round
+/// apart, which `OPENBLAS_CORETYPE=Haswell` removes (docs/porting.md). A larger one, or
 /// other shapes, is an error naming `what`.
 double difference(const std::string& what, const torch::Tensor& plain, const torch::Tensor& annotated) {
   if (plain.sizes() != annotated.sizes()) throw std::runtime_error(what + " have different shapes");
@@ -414,12 +414,13 @@ double difference(const std::string& what, const torch::Tensor& plain, const tor
 
 void warn_if_rounded(const std::string& what, double largest) {
   if (largest == 0) return;
-  std::cerr << "warning: " << what << " differ by up to " << std::setprecision(3) << largest
-            << ", float rounding; timed anyway"
-            << (std::getenv("OPENBLAS_CORETYPE") == nullptr
-                    ? " (OPENBLAS_CORETYPE=Haswell makes them equal where OpenBLAS picked AVX-512 kernels)"
-                    : "")
-            << "\n";
+  std::ostringstream line;  // not std::cerr's own precision: it stays set
+  line << "warning: " << what << " differ by up to " << std::setprecision(3) << largest << ", float rounding; timed anyway"
+       << (std::getenv("OPENBLAS_CORETYPE") == nullptr
+               ? " (OPENBLAS_CORETYPE=Haswell makes them equal where OpenBLAS picked AVX-512 kernels)"
+               : "")
+       << "\n";
+  std::cerr << line.str();
 }
 
 Result run_config(const NamedConfig& named, const Args& args) {
