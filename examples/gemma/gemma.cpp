@@ -31,13 +31,14 @@ GemmaConfig GemmaConfig::from_json_file(const std::filesystem::path& path) {
 }
 
 void GemmaConfig::validate(const std::string& where) const {
-  const auto fail = [&](const std::string& why) { throw tracetorch::Error("gemma: " + where + ": " + why); };
+  const std::string at = "gemma: " + where;  // every message's start
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error(at + ": " + why); };
   if (!rope_scaling.is_null()) {
     throw tracetorch::Error("tracetorch: " + where + ": \"rope_scaling\" must be null: only the default rope is ported");
   }
-  tracetorch::check_positive(*this, "gemma: " + where, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+  tracetorch::check_positive(*this, at, vocab_size, hidden_size, intermediate_size, num_attention_heads,
                              num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps, rope_theta);
-  tracetorch::check_not_negative(*this, "gemma: " + where, num_hidden_layers);
+  tracetorch::check_not_negative(*this, at, num_hidden_layers);
   if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
   if (head_dim % 2 != 0) fail("head_dim must be even for rotary embeddings");
   if (!(attention_dropout >= 0 && attention_dropout <= 1)) fail("attention_dropout must be in [0, 1]");

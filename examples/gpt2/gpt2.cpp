@@ -33,9 +33,10 @@ GPT2Config GPT2Config::from_json_file(const std::filesystem::path& path) {
 }
 
 void GPT2Config::validate(const std::string& where) const {
-  const auto fail = [&](const std::string& why) { throw tracetorch::Error("gpt2: " + where + ": " + why); };
-  tracetorch::check_positive(*this, "gpt2: " + where, vocab_size, n_positions, n_embd, n_head, n_inner);
-  tracetorch::check_not_negative(*this, "gpt2: " + where, n_layer);
+  const std::string at = "gpt2: " + where;  // every message's start
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error(at + ": " + why); };
+  tracetorch::check_positive(*this, at, vocab_size, n_positions, n_embd, n_head, n_inner);
+  tracetorch::check_not_negative(*this, at, n_layer);
   if (n_embd % n_head != 0) fail("n_embd is not a multiple of n_head");
   tracetorch::nn::get_activation(activation_function);  // throws for an unknown name
 }

@@ -6,8 +6,6 @@
 
 #include <boost/json.hpp>
 
-#include <cmath>
-
 namespace llama {
 
 LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
@@ -26,11 +24,12 @@ LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
 }
 
 void LlamaConfig::validate(const std::string& where) const {
-  const auto fail = [&](const std::string& why) { throw tracetorch::Error("llama: " + where + ": " + why); };
+  const std::string at = "llama: " + where;  // every message's start
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error(at + ": " + why); };
   // Each key named in its message, so that the one line says which to fix.
-  tracetorch::check_positive(*this, "llama: " + where, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+  tracetorch::check_positive(*this, at, vocab_size, hidden_size, intermediate_size, num_attention_heads,
                              num_key_value_heads, max_position_embeddings, rms_norm_eps, rope_theta, head_dim);
-  tracetorch::check_not_negative(*this, "llama: " + where, num_hidden_layers);
+  tracetorch::check_not_negative(*this, at, num_hidden_layers);
   if (rope_scaling && rope_scaling->rope_type != "default" && rope_scaling->rope_type != "llama3") {
     fail("rope_scaling has rope_type \"" + rope_scaling->rope_type + "\": only \"default\" and \"llama3\" are ported");
   }

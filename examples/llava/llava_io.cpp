@@ -24,18 +24,17 @@ LlavaConfig LlavaConfig::from_json_file(const std::filesystem::path& path, trace
 }
 
 void LlamaConfig::validate(const std::string& where) const {
-  const auto fail = [&](const std::string& why) { throw tracetorch::Error("llava: " + where + ": text_config: " + why); };
-  const std::string text_config = "llava: " + where + ": text_config";
-  tracetorch::check_positive(*this, text_config, vocab_size, hidden_size, intermediate_size, num_attention_heads,
-                             num_key_value_heads, max_position_embeddings, head_dim);
-  tracetorch::check_not_negative(*this, text_config, num_hidden_layers);
+  const std::string at = "llava: " + where + ": text_config";  // every message's start
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error(at + ": " + why); };
+  tracetorch::check_positive(*this, at, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+                             num_key_value_heads, max_position_embeddings, head_dim, rms_norm_eps);
+  tracetorch::check_not_negative(*this, at, num_hidden_layers);
   const auto heads = num_key_value_heads.value_or(num_attention_heads);
   if (num_attention_heads % heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
   if (!head_dim && hidden_size % num_attention_heads != 0) fail("hidden_size is not a multiple of num_attention_heads");
   if (head_dim.value_or(hidden_size / num_attention_heads) % 2 != 0) fail("head_dim must be even for rotary embeddings");
   if (rope_parameters.rope_type != "default") fail("rope_parameters.rope_type \"" + rope_parameters.rope_type + "\" is not ported (\"default\" is)");
   if (!(rope_parameters.rope_theta > 0) || !std::isfinite(rope_parameters.rope_theta)) fail("rope_parameters.rope_theta must be a finite number > 0");
-  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) fail("rms_norm_eps must be a finite number > 0");
   if (pad_token_id && (*pad_token_id < 0 || *pad_token_id >= vocab_size)) fail("pad_token_id must be in [0, vocab_size)");
   tracetorch::nn::get_activation(hidden_act);  // throws, listing the known names, for an unknown one
 }

@@ -3,16 +3,12 @@
 
 #include <tracetorch/checkpoint.hpp>
 
-#include <cmath>
-#include <utility>
-
 namespace qwen2_moe {
 
 void RopeParameters::validate(const std::string& where) const {
-  if (rope_type != "default") {
-    throw tracetorch::Error("qwen2_moe: " + where + ": rope_type \"" + rope_type + "\" is not ported (only \"default\" is)");
-  }
-  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) throw tracetorch::Error("qwen2_moe: " + where + ": rope_theta must be a finite number > 0");
+  const std::string at = "qwen2_moe: " + where;
+  if (rope_type != "default") throw tracetorch::Error(at + ": rope_type \"" + rope_type + "\" is not ported (only \"default\" is)");
+  tracetorch::check_positive(*this, at, rope_theta);
 }
 
 Qwen2MoeConfig Qwen2MoeConfig::from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report) {
@@ -20,11 +16,12 @@ Qwen2MoeConfig Qwen2MoeConfig::from_json_file(const std::filesystem::path& path,
 }
 
 void Qwen2MoeConfig::validate(const std::string& where) const {
-  const auto fail = [&](const std::string& why) { throw tracetorch::Error("qwen2_moe: " + where + ": " + why); };
-  tracetorch::check_positive(*this, "qwen2_moe: " + where, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+  const std::string at = "qwen2_moe: " + where;  // every message's start
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error(at + ": " + why); };
+  tracetorch::check_positive(*this, at, vocab_size, hidden_size, intermediate_size, num_attention_heads,
                              num_key_value_heads, max_position_embeddings, decoder_sparse_step, moe_intermediate_size,
-                             shared_expert_intermediate_size);
-  tracetorch::check_not_negative(*this, "qwen2_moe: " + where, num_hidden_layers, num_experts);
+                             shared_expert_intermediate_size, rms_norm_eps);
+  tracetorch::check_not_negative(*this, at, num_hidden_layers, num_experts);
   if (num_experts > 0 && (num_experts_per_tok <= 0 || num_experts_per_tok > num_experts)) {
     fail("num_experts_per_tok must be in [1, num_experts]");
   }
@@ -38,7 +35,6 @@ void Qwen2MoeConfig::validate(const std::string& where) const {
   if (hidden_size % num_attention_heads != 0) fail("hidden_size is not a multiple of num_attention_heads");
   if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
   if ((hidden_size / num_attention_heads) % 2 != 0) fail("the head dimension must be even for rotary embeddings");
-  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) fail("rms_norm_eps must be a finite number > 0");
   if (pad_token_id && (*pad_token_id < 0 || *pad_token_id >= vocab_size)) fail("pad_token_id must be in [0, vocab_size)");
   tracetorch::nn::get_activation(hidden_act);  // throws, listing the known names, for an unknown one
 }

@@ -4,8 +4,6 @@
 #include <tracetorch/checkpoint.hpp>
 #include <tracetorch/config_file.hpp>
 
-#include <cmath>
-
 namespace qwen3 {
 
 Qwen3Config Qwen3Config::from_json_file(const std::filesystem::path& path) {
@@ -18,16 +16,17 @@ Qwen3Config Qwen3Config::from_json_file(const std::filesystem::path& path) {
 }
 
 void Qwen3Config::validate(const std::string& where) {
-  const auto fail = [&](const std::string& why) { throw tracetorch::Error("qwen3: " + where + ": " + why); };
+  const std::string at = "qwen3: " + where;  // every message's start
+  const auto fail = [&](const std::string& why) { throw tracetorch::Error(at + ": " + why); };
   if (!use_sliding_window) sliding_window.reset();  // Qwen3Config keeps the window only when used
   if (layer_types.empty()) {
     for (std::int64_t i = 0; i < num_hidden_layers; ++i) {
       layer_types.emplace_back(sliding_window && i >= max_window_layers ? "sliding_attention" : "full_attention");
     }
   }
-  tracetorch::check_positive(*this, "qwen3: " + where, vocab_size, hidden_size, intermediate_size, num_attention_heads,
+  tracetorch::check_positive(*this, at, vocab_size, hidden_size, intermediate_size, num_attention_heads,
                              num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps, rope_theta);
-  tracetorch::check_not_negative(*this, "qwen3: " + where, num_hidden_layers);
+  tracetorch::check_not_negative(*this, at, num_hidden_layers);
   if (static_cast<std::int64_t>(layer_types.size()) != num_hidden_layers) fail("layer_types must have one entry per layer");
   for (const auto& type : layer_types) {
     if (type != "full_attention" && type != "sliding_attention") fail("layer_types: unknown type \"" + type + "\"");
