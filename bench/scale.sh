@@ -8,8 +8,9 @@
 # load on the machine disturbs less. Run from the repository root:
 #   bench/scale.sh [--bench build/bench/tracetorch_bench] [--configs "tiny mid seed004"]
 #                  [--seqs "30 256 2048"] [--batch 4] [--repeats 3] [--out DIR] [--skip CONFIGxSEQ ...]
-# --skip leaves a combination out (e.g. --skip seed004x2048: 16 GB of use_repr=false files at
-# batch 4, hours on a 2-core machine); a skipped row says so.
+# --skip leaves a combination out (e.g. --skip seed004x2048: about 36 GB of use_repr=false files a
+# trace at batch 4, twice that with the spares; at --batch 1 it is 9 GB and 20 minutes on a 2-core
+# machine); a skipped row says so.
 set -euo pipefail
 bench=build/bench/tracetorch_bench
 configs="tiny mid seed004"

@@ -1,6 +1,8 @@
 // tracetorch/debugger.hpp's reuse_previous_files (detail/debugger/trace_files.hpp, spare_files.hpp):
 // a later trace into the same debug_path writes over the files the one before it replaced, never
-// over one still open or linked elsewhere, and reads as a fresh trace.
+// over one still open or linked elsewhere, and reads as a fresh trace; another process opening a
+// spare, or a FIFO among them, neither kills nor stops the trace; a forked child's trace leaves the
+// parent's spares alone.
 
 #include <doctest/doctest.h>
 #include <tracetorch/tracetorch.hpp>
@@ -9,15 +11,23 @@
 #include "llama/llama.hpp"
 #include "test_helpers.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -73,6 +83,60 @@ void trace_files(llama::LlamaModel& model, const std::filesystem::path& dir, con
 std::vector<torch::Tensor> three_inputs() {
   const auto ids = tiny_input_ids();
   return {ids, ids.flip(1).contiguous(), ids.roll(3, 1).contiguous()};
+}
+
+/// Runs `body` in a child process, which exits with its result; waits at most `seconds`, then
+/// kills the child by its pid. Returns the exit code, or -1 with `why` saying how it ended.
+int run_in_child(const std::function<int()>& body, int seconds, std::string& why) {
+  const pid_t child = ::fork();
+  if (child < 0) return why = "fork failed", -1;
+  if (child == 0) {
+    int code = 0;
+    try {
+      code = body();
+    } catch (...) {
+      code = 100;
+    }
+    std::_Exit(code);  // nothing of the test process's own runs again in the child
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int waited = 0; waited < seconds * 10 && (done = ::waitpid(child, &status, WNOHANG)) == 0; ++waited) ::usleep(100 * 1000);
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    return why = "still running after " + std::to_string(seconds) + " s (killed)", -1;
+  }
+  if (WIFSIGNALED(status)) return why = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")", -1;
+  return WEXITSTATUS(status);
+}
+
+/// The lease test's hook ("lease held"): for the first few spares, another process opens the
+/// file while the write lease on it is held, and the hook waits (at most 5 s) until the kernel has
+/// begun to break the lease, which is when it signals the holder.
+struct LeaseBreaks {
+  int hooked = 0;  // leases held
+  int broken = 0;  // breaks seen begun
+  std::vector<pid_t> openers;
+};
+LeaseBreaks g_lease_breaks;
+
+int open_the_leased_file(std::string_view step) {
+  if (step != "lease held" || ++g_lease_breaks.hooked > 4) return 0;
+  int leased = -1;
+  for (int fd = 0; fd < 4096 && leased < 0; ++fd) {
+    if (::fcntl(fd, F_GETLEASE) == F_WRLCK) leased = fd;
+  }
+  if (leased < 0) return 0;
+  char path[64];  // made before fork: the child of a threaded process calls only open and _exit
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", leased);
+  const pid_t opener = ::fork();
+  if (opener == 0) ::_exit(::open(path, O_RDONLY) >= 0 ? 0 : 1);  // a new open of the file: a lease breaker
+  if (opener < 0) return 0;
+  g_lease_breaks.openers.push_back(opener);
+  for (int waited = 0; waited < 5000 && ::fcntl(leased, F_GETLEASE) == F_WRLCK; ++waited) ::usleep(1000);
+  if (::fcntl(leased, F_GETLEASE) != F_WRLCK) ++g_lease_breaks.broken;
+  return 0;
 }
 
 }  // namespace
@@ -133,6 +197,100 @@ DOCTEST_TEST_CASE("reuse_previous_files: a replaced file still open or linked el
   DOCTEST_CHECK(read_file(dir / open_name) == read_file(fresh / open_name));
   DOCTEST_CHECK(read_file(dir / linked_name) == read_file(fresh / linked_name));
   DOCTEST_CHECK(read_file(dir / open_name) != open_before);
+}
+
+DOCTEST_TEST_CASE("reuse_previous_files: a process that opens a spare while its write lease is held does not kill the trace") {
+  // Before the fix the kernel signalled the lease holder with SIGIO, whose default action ends
+  // the process: the child below died of it at the first spare. It runs in a child so that this
+  // test reports that death instead of dying of it.
+  auto model = make_tiny_llama();
+  const auto inputs = three_inputs();
+  TempDir dir, fresh;
+  std::string why;
+  const int code = run_in_child(
+      [&] {
+        tracetorch::detail::io_fault_injector = &open_the_leased_file;
+        for (const auto& ids : inputs) trace_files(model, dir.path(), ids, true);  // the third writes over spares
+        tracetorch::detail::io_fault_injector = nullptr;
+        for (const pid_t opener : g_lease_breaks.openers) ::waitpid(opener, nullptr, 0);
+        if (g_lease_breaks.hooked == 0) return 2;  // no lease granted here: nothing to test
+        if (g_lease_breaks.broken == 0) return 3;
+        trace_files(model, fresh.path(), inputs[2], false);
+        return tracetorch_test::snapshot(dir.path()) == tracetorch_test::snapshot(fresh.path()) ? 0 : 4;
+      },
+      120, why);
+  DOCTEST_REQUIRE_MESSAGE(code >= 0, "the tracing child " << why);
+  if (code == 2) {
+    DOCTEST_MESSAGE("skipped: this filesystem grants no write lease (" << dir.path() << "), so spares are never written over");
+    return;
+  }
+  // 3: no break was seen begun; 4: the trace differs from a fresh one; 100: a trace threw.
+  DOCTEST_CHECK(code == 0);
+}
+
+DOCTEST_TEST_CASE("reuse_previous_files: a FIFO named like a trace file is replaced, and no later trace waits on it") {
+  // The trace replaces the FIFO as it replaces a file of that name, and keeps it with the spares;
+  // the next trace opened it to write over it, and a plain open of a FIFO waits for a reader:
+  // before the fix that trace hung (the child below was killed after its 60 s).
+  auto model = make_tiny_llama();
+  const auto inputs = three_inputs();
+  TempDir dir, fresh;
+  const auto fifo = dir / "LlamaModel.embed_tokens_outputs.safetensors";
+  DOCTEST_REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  std::string why;
+  const int code = run_in_child(
+      [&] {
+        for (const auto& ids : inputs) trace_files(model, dir.path(), ids, true);
+        trace_files(model, fresh.path(), inputs[2], false);
+        return tracetorch_test::snapshot(dir.path()) == tracetorch_test::snapshot(fresh.path()) ? 0 : 4;
+      },
+      60, why);
+  DOCTEST_REQUIRE_MESSAGE(code >= 0, "the tracing child " << why);
+  DOCTEST_CHECK(code == 0);  // 4: the trace differs from a fresh one; 100: a trace threw
+  struct stat info {};
+  DOCTEST_REQUIRE(::lstat(fifo.c_str(), &info) == 0);
+  DOCTEST_CHECK(S_ISREG(info.st_mode));  // the trace's file, where the FIFO was
+}
+
+DOCTEST_TEST_CASE("reuse_previous_files: a forked child's trace leaves the parent's spares, and the parent's next trace the user's files") {
+  // Before the fix the child took the parent's spares for its own (it inherits the registry),
+  // wrote over them and published that directory as debug_path; the parent's next trace then
+  // dropped what it took for its spares, and removing it emptied debug_path: the user's notes
+  // and the child's trace were deleted, and the trace failed ("cannot create the staging
+  // directory"). All of it runs in a child process, so that the test runner's spares stay apart.
+  auto model = make_tiny_llama();
+  const auto inputs = three_inputs();
+  TempDir dir, fresh;
+  std::ofstream(dir / "notes.txt") << "the user's notes\n";
+  std::string why;
+  const int code = run_in_child(
+      [&] {
+        trace_files(model, dir.path(), inputs[0], true);
+        trace_files(model, dir.path(), inputs[1], true);
+        const auto spares = spare_directories(dir.path());
+        if (spares.size() != 1) return 2;
+        const ino_t spares_inode = inode_of(dir / spares[0]);
+        std::string child_why;
+        const auto trace_in_child = [&] {
+          trace_files(model, dir.path(), inputs[1], true);
+          return 0;
+        };
+        if (run_in_child(trace_in_child, 60, child_why) != 0) return 3;
+        if (!std::filesystem::is_directory(dir / spares[0]) || inode_of(dir / spares[0]) != spares_inode) return 4;  // taken by the child
+        trace_files(model, dir.path(), inputs[2], true);
+        if (read_file(dir / "notes.txt") != "the user's notes\n") return 5;
+        trace_files(model, fresh.path(), inputs[2], false);
+        auto traced = tracetorch_test::snapshot(dir.path());
+        traced.erase("notes.txt");
+        return traced == tracetorch_test::snapshot(fresh.path()) ? 0 : 6;
+      },
+      120, why);
+  DOCTEST_REQUIRE_MESSAGE(code >= 0, "the tracing child " << why);
+  // 2: no spares after two traces; 3: the forked child's trace failed; 4: the child used the
+  // parent's spares; 5: the user's file is gone; 6: the trace differs from a fresh one; 100: a
+  // trace threw.
+  DOCTEST_CHECK(code == 0);
+  DOCTEST_CHECK(read_file(dir / "notes.txt") == "the user's notes\n");
 }
 
 DOCTEST_TEST_CASE("reuse_previous_files: a debug_path removed between traces is written anew") {

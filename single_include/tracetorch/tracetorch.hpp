@@ -5586,7 +5586,8 @@ class CheckedFile {
 // ---- begin tracetorch/detail/fs/fault_injection.hpp ----
 /// \file
 /// A hook for tests to fail one step of publishing a trace as if its system call had failed
-/// (tests/test_debugger_trace_publish.cpp). Unset, it costs one relaxed atomic load per step.
+/// (tests/test_debugger_trace_publish.cpp), or to act at one instant of it. Unset, it costs one
+/// relaxed atomic load per step.
 
 #include <atomic>
 #include <cerrno>
@@ -5596,7 +5597,8 @@ namespace tracetorch::detail {
 
 /// Tests only. Where set, called with a step's name ("lock", "move out", "link", "exchange",
 /// "move over", "move in", "place", "restore", "keep") before that step's system call; a non-zero
-/// return fails the call with that errno.
+/// return fails the call with that errno. "lease held" is called while a spare's write lease is
+/// held (staged_file_writer.hpp), for a test to open the file from another process then.
 inline std::atomic<int (*)(std::string_view step)> io_fault_injector{nullptr};
 
 /// True (errno set) where the injector fails `step`.
@@ -6062,6 +6064,9 @@ class StagedDirectory {
   /// Lets the directory go without removing it (it was removed or is another's now).
   void close_without_removing() noexcept { fd_.reset(); }
 
+  /// False in a process forked from the one that made it: there the directory is the parent's.
+  bool made_by_this_process() const noexcept { return owner_ == ::getpid(); }
+
   /// Removes the directory now (nothing where it was published or moved from): what it holds
   /// through its descriptor, then its name where that still names it. Another writer's publish
   /// may have moved it, or put something else at its name: nothing but this directory is removed.
@@ -6069,6 +6074,13 @@ class StagedDirectory {
     if (fd_ && owner_ == ::getpid()) {
       try {
         follow();
+        // Never the target itself: a directory published as the target (by a process that
+        // shared this one's descriptor) is a trace, with the user's files beside it, now.
+        struct stat mine {}, target {};
+        if (::fstat(fd_.get(), &mine) == 0 && ::stat(target_.c_str(), &target) == 0 && publish_detail::same_inode(mine, target)) {
+          fd_.reset();
+          return;
+        }
         publish_detail::remove_locked_tree(AT_FDCWD, path_.string(), fd_.get());
       } catch (...) {  // out of memory for a name: the directory stays, as an abandoned one
       }
@@ -10397,13 +10409,17 @@ class SpareFilesRegistry {
     return registry;
   }
 
-  /// The idle set of `debug_path`, or null.
+  /// The idle set of `debug_path`, or null. A forked child finds its parent's sets here, and
+  /// they stay the parent's: the child's trace would write over them and publish the directory as
+  /// debug_path itself, and the parent, removing what it took for its spares, would then empty
+  /// debug_path. The child lets them go unused (and unremoved) and makes its own.
   std::unique_ptr<TraceStaging> borrow(const std::string& key) {
     std::lock_guard lock(mutex_);
     const auto found = idle_.find(key);
     if (found == idle_.end()) return nullptr;
     auto spares = std::move(found->second);
     idle_.erase(found);
+    if (!spares->directory().made_by_this_process()) return nullptr;
     return spares;
   }
 
@@ -11236,6 +11252,7 @@ class CallTree {
 /// over the file already there where that is safe (a spare of the previous trace).
 
 #include <fcntl.h>
+#include <signal.h>  // SIGURG
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -11254,13 +11271,20 @@ namespace tracetorch::detail {
 /// True where the file open at `fd` may be written over in place: a regular file of one link
 /// that nobody else has open or mapped (the kernel grants a write lease only then), so that no
 /// reader and no other name of it sees its bytes change. `size` receives its size.
+/// While the lease is held, a process that opens the file makes the kernel signal the holder,
+/// with SIGIO unless F_SETSIG says otherwise; SIGIO's default action ends the process. So the
+/// lease is asked for with SIGURG, which is ignored by default: a scan of the spares (`grep -r`,
+/// a backup) that opens a file in that instant no longer kills the traced program.
 inline bool may_write_over(int fd, off_t& size) noexcept {
   struct stat info {};
   const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
-                     ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+                     ::fcntl(fd, F_SETSIG, SIGURG) == 0 && ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+  // Tests open the file from another process here ("lease held"); a non-zero return from the
+  // injector counts as a refused lease.
+  const bool refused = alone && injected_fault("lease held");
   if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
   size = info.st_size;
-  return alone;
+  return alone && !refused;
 }
 
 /// Writes the file `name` in the directory open at `directory` (a staging directory this process
@@ -11280,7 +11304,10 @@ class StagedFileWriter {
  public:
   StagedFileWriter(int directory, std::string name, std::filesystem::path shown_as)
       : directory_(directory), name_(std::move(name)), shown_as_(std::move(shown_as)) {
-    publish_detail::UniqueFd existing(::openat(directory_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+    // O_NONBLOCK: a FIFO at the name (a user's entry named like a trace file, replaced by an
+    // earlier trace and kept with its spares) would block a plain open until a reader came.
+    publish_detail::UniqueFd existing(
+        ::openat(directory_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (existing && may_write_over(existing.get(), old_size_)) {
       fd_ = std::move(existing);
       written_over_ = true;

@@ -86,13 +86,17 @@ class SpareFilesRegistry {
     return registry;
   }
 
-  /// The idle set of `debug_path`, or null.
+  /// The idle set of `debug_path`, or null. A forked child finds its parent's sets here, and
+  /// they stay the parent's: the child's trace would write over them and publish the directory as
+  /// debug_path itself, and the parent, removing what it took for its spares, would then empty
+  /// debug_path. The child lets them go unused (and unremoved) and makes its own.
   std::unique_ptr<TraceStaging> borrow(const std::string& key) {
     std::lock_guard lock(mutex_);
     const auto found = idle_.find(key);
     if (found == idle_.end()) return nullptr;
     auto spares = std::move(found->second);
     idle_.erase(found);
+    if (!spares->directory().made_by_this_process()) return nullptr;
     return spares;
   }
 

@@ -174,6 +174,9 @@ class StagedDirectory {
   /// Lets the directory go without removing it (it was removed or is another's now).
   void close_without_removing() noexcept { fd_.reset(); }
 
+  /// False in a process forked from the one that made it: there the directory is the parent's.
+  bool made_by_this_process() const noexcept { return owner_ == ::getpid(); }
+
   /// Removes the directory now (nothing where it was published or moved from): what it holds
   /// through its descriptor, then its name where that still names it. Another writer's publish
   /// may have moved it, or put something else at its name: nothing but this directory is removed.
@@ -181,6 +184,13 @@ class StagedDirectory {
     if (fd_ && owner_ == ::getpid()) {
       try {
         follow();
+        // Never the target itself: a directory published as the target (by a process that
+        // shared this one's descriptor) is a trace, with the user's files beside it, now.
+        struct stat mine {}, target {};
+        if (::fstat(fd_.get(), &mine) == 0 && ::stat(target_.c_str(), &target) == 0 && publish_detail::same_inode(mine, target)) {
+          fd_.reset();
+          return;
+        }
         publish_detail::remove_locked_tree(AT_FDCWD, path_.string(), fd_.get());
       } catch (...) {  // out of memory for a name: the directory stays, as an abandoned one
       }

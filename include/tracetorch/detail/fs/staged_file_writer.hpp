@@ -4,6 +4,7 @@
 /// over the file already there where that is safe (a spare of the previous trace).
 
 #include <fcntl.h>
+#include <signal.h>  // SIGURG
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -18,19 +19,27 @@
 
 #include "tracetorch/error.hpp"
 #include "tracetorch/detail/fs/directory_lock.hpp"  // UniqueFd
+#include "tracetorch/detail/fs/fault_injection.hpp"
 
 namespace tracetorch::detail {
 
 /// True where the file open at `fd` may be written over in place: a regular file of one link
 /// that nobody else has open or mapped (the kernel grants a write lease only then), so that no
 /// reader and no other name of it sees its bytes change. `size` receives its size.
+/// While the lease is held, a process that opens the file makes the kernel signal the holder,
+/// with SIGIO unless F_SETSIG says otherwise; SIGIO's default action ends the process. So the
+/// lease is asked for with SIGURG, which is ignored by default: a scan of the spares (`grep -r`,
+/// a backup) that opens a file in that instant no longer kills the traced program.
 inline bool may_write_over(int fd, off_t& size) noexcept {
   struct stat info {};
   const bool alone = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_nlink == 1 &&
-                     ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+                     ::fcntl(fd, F_SETSIG, SIGURG) == 0 && ::fcntl(fd, F_SETLEASE, F_WRLCK) == 0;
+  // Tests open the file from another process here ("lease held"); a non-zero return from the
+  // injector counts as a refused lease.
+  const bool refused = alone && injected_fault("lease held");
   if (alone) ::fcntl(fd, F_SETLEASE, F_UNLCK);
   size = info.st_size;
-  return alone;
+  return alone && !refused;
 }
 
 /// Writes the file `name` in the directory open at `directory` (a staging directory this process
@@ -50,7 +59,10 @@ class StagedFileWriter {
  public:
   StagedFileWriter(int directory, std::string name, std::filesystem::path shown_as)
       : directory_(directory), name_(std::move(name)), shown_as_(std::move(shown_as)) {
-    publish_detail::UniqueFd existing(::openat(directory_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+    // O_NONBLOCK: a FIFO at the name (a user's entry named like a trace file, replaced by an
+    // earlier trace and kept with its spares) would block a plain open until a reader came.
+    publish_detail::UniqueFd existing(
+        ::openat(directory_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
     if (existing && may_write_over(existing.get(), old_size_)) {
       fd_ = std::move(existing);
       written_over_ = true;
