@@ -181,7 +181,7 @@ class StagedDirectory {
   /// through its descriptor, then its name where that still names it. Another writer's publish
   /// may have moved it, or put something else at its name: nothing but this directory is removed.
   void discard() noexcept {
-    if (fd_ && owner_ == ::getpid()) {
+    if (fd_ && made_by_this_process()) {
       try {
         follow();
         // Never the target itself: a directory published as the target (by a process that
