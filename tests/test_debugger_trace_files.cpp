@@ -9,6 +9,7 @@
 
 #include "debugger_helpers.hpp"
 #include "llama/llama.hpp"
+#include "publish_helpers.hpp"
 #include "test_helpers.hpp"
 
 #include <fcntl.h>
@@ -17,21 +18,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace {
 
+using tracetorch_publish_test::read_all;
+using tracetorch_publish_test::start_child;
+using tracetorch_publish_test::wait_for;
+using tracetorch_publish_test::write_text;
 using tracetorch_test::inode_of;
 using tracetorch_test::make_tiny_llama;
 using tracetorch_test::read_file;
@@ -85,30 +90,33 @@ std::vector<torch::Tensor> three_inputs() {
   return {ids, ids.flip(1).contiguous(), ids.roll(3, 1).contiguous()};
 }
 
-/// Runs `body` in a child process, which exits with its result; waits at most `seconds`, then
-/// kills the child by its pid. Returns the exit code, or -1 with `why` saying how it ended.
-int run_in_child(const std::function<int()>& body, int seconds, std::string& why) {
-  const pid_t child = ::fork();
-  if (child < 0) return why = "fork failed", -1;
-  if (child == 0) {
-    int code = 0;
-    try {
-      code = body();
-    } catch (...) {
-      code = 100;
-    }
-    std::_Exit(code);  // nothing of the test process's own runs again in the child
+/// How a child of start_child ended: its exit code (128 + the signal that ended it) and what it
+/// wrote, and both in words for a failure message.
+struct ChildEnd {
+  int code;
+  std::string output;
+  std::string described() const {
+    const std::string how = code > 128 ? "killed by signal " + std::to_string(code - 128) + " (" + ::strsignal(code - 128) + ")"
+                                       : "exit " + std::to_string(code);
+    return how + (output.empty() ? std::string() : ": " + output);
   }
-  int status = 0;
-  pid_t done = 0;
-  for (int waited = 0; waited < seconds * 10 && (done = ::waitpid(child, &status, WNOHANG)) == 0; ++waited) ::usleep(100 * 1000);
-  if (done == 0) {
-    ::kill(child, SIGKILL);
-    ::waitpid(child, &status, 0);
-    return why = "still running after " + std::to_string(seconds) + " s (killed)", -1;
-  }
-  if (WIFSIGNALED(status)) return why = "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")", -1;
-  return WEXITSTATUS(status);
+};
+
+/// Waits for `child` (killed by its pid after `limit`) and reads what it wrote.
+ChildEnd end_of(const tracetorch_publish_test::Child& child, std::chrono::seconds limit) {
+  ChildEnd end{wait_for(child, limit), read_all(child.out)};
+  ::close(child.out);
+  return end;
+}
+
+/// In a child: traces `ids` afresh into `fresh` and throws where `dir`'s trace differs from it
+/// (`dir`'s entries named in `besides` left out).
+void require_fresh_trace(llama::LlamaModel& model, const std::filesystem::path& dir, const std::filesystem::path& fresh,
+                         const torch::Tensor& ids, const std::string& besides = "") {
+  trace_files(model, fresh, ids, false);
+  auto traced = tracetorch_test::snapshot(dir);
+  traced.erase(besides);
+  if (traced != tracetorch_test::snapshot(fresh)) throw std::runtime_error("the trace differs from a fresh one");
 }
 
 /// The lease test's hook ("lease held"): for the first few spares, another process opens the
@@ -206,26 +214,20 @@ DOCTEST_TEST_CASE("reuse_previous_files: a process that opens a spare while its 
   auto model = make_tiny_llama();
   const auto inputs = three_inputs();
   TempDir dir, fresh;
-  std::string why;
-  const int code = run_in_child(
-      [&] {
-        tracetorch::detail::io_fault_injector = &open_the_leased_file;
-        for (const auto& ids : inputs) trace_files(model, dir.path(), ids, true);  // the third writes over spares
-        tracetorch::detail::io_fault_injector = nullptr;
-        for (const pid_t opener : g_lease_breaks.openers) ::waitpid(opener, nullptr, 0);
-        if (g_lease_breaks.hooked == 0) return 2;  // no lease granted here: nothing to test
-        if (g_lease_breaks.broken == 0) return 3;
-        trace_files(model, fresh.path(), inputs[2], false);
-        return tracetorch_test::snapshot(dir.path()) == tracetorch_test::snapshot(fresh.path()) ? 0 : 4;
-      },
-      120, why);
-  DOCTEST_REQUIRE_MESSAGE(code >= 0, "the tracing child " << why);
-  if (code == 2) {
+  const auto child = start_child([&](int out) {
+    tracetorch::detail::io_fault_injector = &open_the_leased_file;
+    for (const auto& ids : inputs) trace_files(model, dir.path(), ids, true);  // the third writes over spares
+    tracetorch::detail::io_fault_injector = nullptr;
+    for (const pid_t opener : g_lease_breaks.openers) ::waitpid(opener, nullptr, 0);
+    if (g_lease_breaks.hooked == 0) return write_text(out, "skipped");  // no lease granted here: nothing to test
+    if (g_lease_breaks.broken == 0) throw std::runtime_error("no lease break was seen begun");
+    require_fresh_trace(model, dir.path(), fresh.path(), inputs[2]);
+  });
+  const auto end = end_of(child, std::chrono::seconds(120));
+  DOCTEST_CHECK_MESSAGE(end.code == 0, "the tracing child: " << end.described());
+  if (end.code == 0 && end.output == "skipped") {
     DOCTEST_MESSAGE("skipped: this filesystem grants no write lease (" << dir.path() << "), so spares are never written over");
-    return;
   }
-  // 3: no break was seen begun; 4: the trace differs from a fresh one; 100: a trace threw.
-  DOCTEST_CHECK(code == 0);
 }
 
 DOCTEST_TEST_CASE("reuse_previous_files: a FIFO named like a trace file is replaced, and no later trace waits on it") {
@@ -237,16 +239,12 @@ DOCTEST_TEST_CASE("reuse_previous_files: a FIFO named like a trace file is repla
   TempDir dir, fresh;
   const auto fifo = dir / "LlamaModel.embed_tokens_outputs.safetensors";
   DOCTEST_REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
-  std::string why;
-  const int code = run_in_child(
-      [&] {
-        for (const auto& ids : inputs) trace_files(model, dir.path(), ids, true);
-        trace_files(model, fresh.path(), inputs[2], false);
-        return tracetorch_test::snapshot(dir.path()) == tracetorch_test::snapshot(fresh.path()) ? 0 : 4;
-      },
-      60, why);
-  DOCTEST_REQUIRE_MESSAGE(code >= 0, "the tracing child " << why);
-  DOCTEST_CHECK(code == 0);  // 4: the trace differs from a fresh one; 100: a trace threw
+  const auto child = start_child([&](int) {
+    for (const auto& ids : inputs) trace_files(model, dir.path(), ids, true);
+    require_fresh_trace(model, dir.path(), fresh.path(), inputs[2]);
+  });
+  const auto end = end_of(child, std::chrono::seconds(60));
+  DOCTEST_REQUIRE_MESSAGE(end.code == 0, "the tracing child: " << end.described());
   struct stat info {};
   DOCTEST_REQUIRE(::lstat(fifo.c_str(), &info) == 0);
   DOCTEST_CHECK(S_ISREG(info.st_mode));  // the trace's file, where the FIFO was
@@ -262,34 +260,25 @@ DOCTEST_TEST_CASE("reuse_previous_files: a forked child's trace leaves the paren
   const auto inputs = three_inputs();
   TempDir dir, fresh;
   std::ofstream(dir / "notes.txt") << "the user's notes\n";
-  std::string why;
-  const int code = run_in_child(
-      [&] {
-        trace_files(model, dir.path(), inputs[0], true);
-        trace_files(model, dir.path(), inputs[1], true);
-        const auto spares = spare_directories(dir.path());
-        if (spares.size() != 1) return 2;
-        const ino_t spares_inode = inode_of(dir / spares[0]);
-        std::string child_why;
-        const auto trace_in_child = [&] {
-          trace_files(model, dir.path(), inputs[1], true);
-          return 0;
-        };
-        if (run_in_child(trace_in_child, 60, child_why) != 0) return 3;
-        if (!std::filesystem::is_directory(dir / spares[0]) || inode_of(dir / spares[0]) != spares_inode) return 4;  // taken by the child
-        trace_files(model, dir.path(), inputs[2], true);
-        if (read_file(dir / "notes.txt") != "the user's notes\n") return 5;
-        trace_files(model, fresh.path(), inputs[2], false);
-        auto traced = tracetorch_test::snapshot(dir.path());
-        traced.erase("notes.txt");
-        return traced == tracetorch_test::snapshot(fresh.path()) ? 0 : 6;
-      },
-      120, why);
-  DOCTEST_REQUIRE_MESSAGE(code >= 0, "the tracing child " << why);
-  // 2: no spares after two traces; 3: the forked child's trace failed; 4: the child used the
-  // parent's spares; 5: the user's file is gone; 6: the trace differs from a fresh one; 100: a
-  // trace threw.
-  DOCTEST_CHECK(code == 0);
+  const auto parent = start_child([&](int) {
+    trace_files(model, dir.path(), inputs[0], true);
+    trace_files(model, dir.path(), inputs[1], true);
+    const auto spares = spare_directories(dir.path());
+    if (spares.size() != 1) throw std::runtime_error("no spares after two traces");
+    const ino_t spares_inode = inode_of(dir / spares[0]);
+    const auto child = start_child([&](int) { trace_files(model, dir.path(), inputs[1], true); });
+    if (const auto end = end_of(child, std::chrono::seconds(60)); end.code != 0) {
+      throw std::runtime_error("the forked child's trace: " + end.described());
+    }
+    if (!std::filesystem::is_directory(dir / spares[0]) || inode_of(dir / spares[0]) != spares_inode) {
+      throw std::runtime_error("the child used the parent's spares");
+    }
+    trace_files(model, dir.path(), inputs[2], true);
+    if (read_file(dir / "notes.txt") != "the user's notes\n") throw std::runtime_error("the user's file is gone");
+    require_fresh_trace(model, dir.path(), fresh.path(), inputs[2], "notes.txt");
+  });
+  const auto end = end_of(parent, std::chrono::seconds(120));
+  DOCTEST_CHECK_MESSAGE(end.code == 0, "the tracing process: " << end.described());
   DOCTEST_CHECK(read_file(dir / "notes.txt") == "the user's notes\n");
 }
 
