@@ -12821,6 +12821,12 @@ struct ActivationEntry {
   AnyModule (*make)();
 };
 
+/// An entry's `make` for a module built with its default options.
+template <class AnyModule, class Module>
+AnyModule make_module() {
+  return AnyModule(Module());
+}
+
 }  // namespace tracetorch::nn::detail
 // ---- end tracetorch/detail/nn/activation_modules.hpp ----
 // ---- begin tracetorch/nn/layers.hpp ----
@@ -12996,26 +13002,25 @@ namespace detail {
 /// by GCC's memory count), where only a file calling get_activation needs them.
 template <class AnyModule>
 inline constexpr ActivationEntry<AnyModule> kActivations[] = {
-    {"gelu", [] { return AnyModule(GELUActivation()); }},
+    // The GELU family, a line each: three of them take options.
+    {"gelu", make_module<AnyModule, GELUActivation>},
     {"gelu_10", [] { return AnyModule(ClippedGELUActivation(-10, 10)); }},
-    {"gelu_fast", [] { return AnyModule(FastGELUActivation()); }},
-    {"gelu_new", [] { return AnyModule(NewGELUActivation()); }},
+    {"gelu_fast", make_module<AnyModule, FastGELUActivation>},
+    {"gelu_new", make_module<AnyModule, NewGELUActivation>},
     {"gelu_python", [] { return AnyModule(GELUActivation(GELUActivationOptions{.use_gelu_python = true})); }},
-    {"gelu_pytorch_tanh", [] { return AnyModule(GELUTanh()); }},
+    {"gelu_pytorch_tanh", make_module<AnyModule, GELUTanh>},
     {"gelu_python_tanh", [] { return AnyModule(GELUTanh(GELUTanhOptions{.use_gelu_tanh_python = true})); }},
-    {"gelu_accurate", [] { return AnyModule(AccurateGELUActivation()); }},
-    {"laplace", [] { return AnyModule(LaplaceActivation()); }},
-    {"leaky_relu", [] { return AnyModule(LeakyReLU()); }},
-    {"linear", [] { return AnyModule(LinearActivation()); }},
-    {"mish", [] { return AnyModule(MishActivation()); }},
-    {"quick_gelu", [] { return AnyModule(QuickGELUActivation()); }},
-    {"relu", [] { return AnyModule(ReLU()); }},
-    {"relu2", [] { return AnyModule(ReLUSquaredActivation()); }},
-    {"relu6", [] { return AnyModule(ReLU6()); }},
-    {"sigmoid", [] { return AnyModule(Sigmoid()); }},
-    {"silu", [] { return AnyModule(SiLUActivation()); }},
-    {"swish", [] { return AnyModule(SiLU()); }},
-    {"tanh", [] { return AnyModule(Tanh()); }},
+    {"gelu_accurate", make_module<AnyModule, AccurateGELUActivation>},
+    // The rest, all built with their default options.
+    {"laplace", make_module<AnyModule, LaplaceActivation>}, {"leaky_relu", make_module<AnyModule, LeakyReLU>},
+    {"linear", make_module<AnyModule, LinearActivation>},
+    {"mish", make_module<AnyModule, MishActivation>},
+    {"quick_gelu", make_module<AnyModule, QuickGELUActivation>},
+    {"relu", make_module<AnyModule, ReLU>}, {"relu2", make_module<AnyModule, ReLUSquaredActivation>},
+    {"relu6", make_module<AnyModule, ReLU6>},
+    {"sigmoid", make_module<AnyModule, Sigmoid>}, {"silu", make_module<AnyModule, SiLUActivation>},
+    {"swish", make_module<AnyModule, SiLU>},
+    {"tanh", make_module<AnyModule, Tanh>},
 };
 
 }  // namespace detail

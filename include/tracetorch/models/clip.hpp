@@ -198,8 +198,7 @@ TRACETORCH_TRACEABLE(CLIPEncoderLayer);
 
 /// CLIPEncoder.forward's keywords: inputs_embeds, attention_mask=None.
 struct CLIPEncoderInputs {
-  Keyword<torch::Tensor> inputs_embeds;
-  Keyword<torch::Tensor> attention_mask;
+  Keyword<torch::Tensor> inputs_embeds, attention_mask;
 };
 TRACETORCH_KEYWORDS(CLIPEncoderInputs, inputs_embeds, attention_mask);
 

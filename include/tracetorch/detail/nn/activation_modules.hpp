@@ -50,4 +50,10 @@ struct ActivationEntry {
   AnyModule (*make)();
 };
 
+/// An entry's `make` for a module built with its default options.
+template <class AnyModule, class Module>
+AnyModule make_module() {
+  return AnyModule(Module());
+}
+
 }  // namespace tracetorch::nn::detail
