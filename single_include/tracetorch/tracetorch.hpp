@@ -9331,8 +9331,8 @@ class EncodedTensors {
 #include <string_view>
 #include <utility>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>  // deviations_and_range
+#if defined(__SSE__)
+#include <xmmintrin.h>  // min_max
 #endif
 
 // ---- begin tracetorch/detail/repr/tensor_repr.hpp ----
@@ -10174,45 +10174,44 @@ inline std::vector<std::string> tensor_print_lines(const torch::Tensor& tensor) 
 
 namespace tracetorch::detail {
 
-/// What add_float32_statistics reads from the floats themselves, in one pass.
-struct DeviationsAndRange {
-  double squared_deviations;
-  float min, max;
-};
-
-/// One pass over `count` (> 0) floats. `squared_deviations`: the sum of (double(x) - mean)^2, as
-/// LibTorch's std() of a whole float CPU tensor computes it (mean being the tensor's float
-/// mean()), but in eight interleaved partial sums (docs/performance.md); the float std that
-/// follows is LibTorch's except where the two double sums, both within ~count x 1e-16 of the
-/// exact one, fall on either side of a float rounding boundary (none in the tests' random
-/// tensors). `min` and `max`: as LibTorch's aminmax() finds them, both NaN where any is NaN (of
-/// -0.0 and 0.0 either may come back). With SSE2, eight floats a step for both: GCC does not
-/// vectorise the comparisons itself (they are not IEEE min/max), and the range in the same pass
-/// as the sums costs nothing over the sums alone, where a second pass cost a third more.
-inline DeviationsAndRange deviations_and_range(const float* data, std::int64_t count, double mean) {
+/// The sum of (double(x) - mean)^2 over `count` floats, as LibTorch's std() of a whole float
+/// CPU tensor computes it (mean being the tensor's float mean()), but in eight interleaved
+/// partial sums that the compiler vectorises (docs/performance.md). The float std that follows is
+/// LibTorch's except where the two double sums, both within ~count x 1e-16 of the exact one,
+/// fall on either side of a float rounding boundary (none in the tests' random tensors).
+inline double squared_deviations(const float* data, std::int64_t count, double mean) {
   constexpr std::int64_t kLanes = 8;
   double sums[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (std::int64_t k = 0; k < kLanes; ++k) {
+      const double deviation = static_cast<double>(data[i + k]) - mean;
+      sums[k] += deviation * deviation;
+    }
+  }
+  double rest = 0;  // a sum of its own: updating sums[0] here would keep the loop above scalar
+  for (; i < count; ++i) {
+    const double deviation = static_cast<double>(data[i]) - mean;
+    rest += deviation * deviation;
+  }
+  return (((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]))) + rest;
+}
+
+/// The least and greatest of `count` (> 0) floats, both NaN where any is NaN, as LibTorch's
+/// aminmax() finds them (of -0.0 and 0.0 either may come back). With SSE, eight at a time:
+/// GCC does not vectorise the comparisons itself (they are not IEEE min/max), and the scalar
+/// loop was slower than the LibTorch call it replaced.
+inline std::pair<float, float> min_max(const float* data, std::int64_t count) {
+  std::int64_t i = 0;
   float low = data[0], high = data[0];
   bool nan = false;
-  std::int64_t i = 0;
-#if defined(__SSE2__)
-  if (count >= kLanes) {
-    // Lane k of the four double accumulators sums the floats at k mod 8, in order, as sums[k]
-    // would. minps(x, m) is `x < m ? x : m`: a NaN x leaves m as it was, so NaNs are counted apart.
-    const __m128d mean2 = _mm_set1_pd(mean);
-    __m128d sum01 = _mm_setzero_pd(), sum23 = sum01, sum45 = sum01, sum67 = sum01;
+#if defined(__SSE__)
+  if (count >= 8) {
+    // minps(x, m) is `x < m ? x : m`: a NaN x leaves m as it was, so NaNs are counted apart.
     __m128 low0 = _mm_set1_ps(data[0]), low1 = low0, high0 = low0, high1 = low0;
     __m128 nan0 = _mm_setzero_ps(), nan1 = nan0;
-    const auto add_squares = [&](__m128d& sum, __m128d values) {
-      const __m128d deviation = _mm_sub_pd(values, mean2);
-      sum = _mm_add_pd(sum, _mm_mul_pd(deviation, deviation));
-    };
-    for (; i + kLanes <= count; i += kLanes) {
+    for (; i + 8 <= count; i += 8) {
       const __m128 a = _mm_loadu_ps(data + i), b = _mm_loadu_ps(data + i + 4);
-      add_squares(sum01, _mm_cvtps_pd(a));
-      add_squares(sum23, _mm_cvtps_pd(_mm_movehl_ps(a, a)));
-      add_squares(sum45, _mm_cvtps_pd(b));
-      add_squares(sum67, _mm_cvtps_pd(_mm_movehl_ps(b, b)));
       low0 = _mm_min_ps(a, low0);
       low1 = _mm_min_ps(b, low1);
       high0 = _mm_max_ps(a, high0);
@@ -10220,45 +10219,25 @@ inline DeviationsAndRange deviations_and_range(const float* data, std::int64_t c
       nan0 = _mm_or_ps(nan0, _mm_cmpunord_ps(a, a));
       nan1 = _mm_or_ps(nan1, _mm_cmpunord_ps(b, b));
     }
-    _mm_storeu_pd(sums, sum01);
-    _mm_storeu_pd(sums + 2, sum23);
-    _mm_storeu_pd(sums + 4, sum45);
-    _mm_storeu_pd(sums + 6, sum67);
-    float lows[kLanes], highs[kLanes];
-    _mm_storeu_ps(lows, low0);
-    _mm_storeu_ps(lows + 4, low1);
-    _mm_storeu_ps(highs, high0);
-    _mm_storeu_ps(highs + 4, high1);
-    for (std::int64_t k = 0; k < kLanes; ++k) {
+    alignas(16) float lows[8], highs[8];
+    _mm_store_ps(lows, low0);
+    _mm_store_ps(lows + 4, low1);
+    _mm_store_ps(highs, high0);
+    _mm_store_ps(highs + 4, high1);
+    for (int k = 0; k < 8; ++k) {
       low = lows[k] < low ? lows[k] : low;
       high = highs[k] > high ? highs[k] : high;
     }
     nan = _mm_movemask_ps(_mm_or_ps(nan0, nan1)) != 0;
   }
-#else
-  for (; i + kLanes <= count; i += kLanes) {  // the compiler vectorises this loop
-    for (std::int64_t k = 0; k < kLanes; ++k) {
-      const double deviation = static_cast<double>(data[i + k]) - mean;
-      sums[k] += deviation * deviation;
-    }
-  }
-  for (std::int64_t j = 0; j < i; ++j) {
-    low = data[j] < low ? data[j] : low;
-    high = data[j] > high ? data[j] : high;
-    nan |= data[j] != data[j];
-  }
 #endif
-  double rest = 0;  // a sum of its own: updating sums[0] here would keep the loop above scalar
   for (; i < count; ++i) {
-    const double deviation = static_cast<double>(data[i]) - mean;
-    rest += deviation * deviation;
     low = data[i] < low ? data[i] : low;
     high = data[i] > high ? data[i] : high;
     nan |= data[i] != data[i];
   }
-  const double squared = (((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]))) + rest;
-  if (nan) return {squared, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN()};
-  return {squared, low, high};
+  if (nan) return {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN()};
+  return {low, high};
 }
 
 /// Whether add_statistics reads `tensor`'s floats itself instead of asking LibTorch.
@@ -10267,8 +10246,8 @@ inline bool has_float32_fast_path(const torch::Tensor& tensor) {
          tensor.is_contiguous() && !tensor.is_neg() && tensor.numel() > 0;
 }
 
-/// add_statistics of a tensor that has_float32_fast_path: the same text, from one sum() and one
-/// pass over the floats.
+/// add_statistics of a tensor that has_float32_fast_path: the same text, from one sum() and two
+/// passes over the floats.
 inline void add_float32_statistics(boost::json::object& record, const torch::Tensor& tensor) {
   const auto count = tensor.numel();
   const float* data = tensor.data_ptr<float>();
@@ -10276,11 +10255,12 @@ inline void add_float32_statistics(boost::json::object& record, const torch::Ten
   // count (ReduceOps.cpp, mean_out): the same two steps here skip its second operation.
   const float mean = *torch::sum(tensor).data_ptr<float>() / static_cast<float>(count);
   set_text(record[trace_format::kMean], scalar_tensor_repr(mean, torch::kFloat32));
-  const auto [squared, min_value, max_value] = deviations_and_range(data, count, mean);
-  const double variance = squared / static_cast<double>(std::max<std::int64_t>(0, count - 1));
+  const double sum = squared_deviations(data, count, mean);
+  const double variance = sum / static_cast<double>(std::max<std::int64_t>(0, count - 1));
   set_text(record[trace_format::kStd], scalar_tensor_repr(static_cast<float>(std::sqrt(variance)), torch::kFloat32));
   // Where the answer is zero, min()/max() are asked again: which of -0.0 and 0.0 each
   // returns depends on its own order of visits.
+  const auto [min_value, max_value] = min_max(data, count);
   set_text(record[trace_format::kMin], min_value == 0 ? tensor_repr(tensor.min()) : scalar_tensor_repr(min_value, torch::kFloat32));
   set_text(record[trace_format::kMax], max_value == 0 ? tensor_repr(tensor.max()) : scalar_tensor_repr(max_value, torch::kFloat32));
 }
