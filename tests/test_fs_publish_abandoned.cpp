@@ -2,6 +2,7 @@
 // killed run's staging directories removes only what those directories hold. A directory of the
 // user's that a killed publish was carrying is never removed, even where both putting it back and
 // renaming its tree to a kept name fail (fault injected); nothing is followed out through a link.
+// A staging directory that now has its target's own name is never removed.
 
 #include <doctest/doctest.h>
 #include <tracetorch/detail/fs/fault_injection.hpp>
@@ -154,6 +155,21 @@ DOCTEST_TEST_CASE("a discarded staging directory is removed through its descript
     DOCTEST_CHECK_FALSE(fs::exists(fs::symlink_status(name)));
   }
   DOCTEST_CHECK(file_names(root / "outside") == std::set<std::string>{"kept.txt"});
+}
+
+DOCTEST_TEST_CASE("a staging directory found at its target's own name is never discarded") {
+  // A process that shared the descriptor (a forked child) published it as the target: it is a
+  // trace now, with the user's files beside it. Before the guard, discarding it followed it there
+  // and removed the target with everything in it.
+  TempDir tmp;
+  const auto target = tmp.path() / "dbg";
+  std::optional<StagedDirectory> staged(std::in_place, target);
+  write_text(staged->path() / "trace.json", "{}");
+  fs::rename(staged->path(), target);
+  write_text(target / "users.txt", "user");
+  staged.reset();
+  DOCTEST_CHECK(read_file(target / "trace.json") == "{}");
+  DOCTEST_CHECK(read_file(target / "users.txt") == "user");
 }
 
 }  // DOCTEST_TEST_SUITE
