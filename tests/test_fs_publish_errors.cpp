@@ -10,12 +10,15 @@
 
 #include "publish_helpers.hpp"
 
+#include <sys/stat.h>  // mkfifo
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tracetorch_publish_test {
 namespace {
@@ -102,6 +105,47 @@ DOCTEST_TEST_CASE("publish refuses the process's working directory and waits for
                                doctest::Contains((fs::absolute(dbg).string() + ": another process or thread held it for 50 ms").c_str()),
                                tracetorch::Error);
   DOCTEST_CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+}
+
+/// For the injector, which takes no captures: the user's file to turn into a FIFO at the first link.
+fs::path g_becomes_fifo;
+
+int fifo_at_first_link(std::string_view step) {
+  if (step != "link" || g_becomes_fifo.empty()) return 0;
+  fs::remove(g_becomes_fifo);
+  if (::mkfifo(g_becomes_fifo.c_str(), 0644) != 0) return EIO;
+  g_becomes_fifo.clear();
+  return EPERM;  // no hard links here: the entry is copied, and is a FIFO by then
+}
+
+DOCTEST_TEST_CASE("a user's file replaced by a FIFO while it is copied into the new tree: refused at once, target unchanged") {
+  // Without a non-blocking open, copying the FIFO waits for a writer forever: in a child, ended
+  // after a bounded wait.
+  Scratch root;
+  const auto dbg = root / "dbg";
+  publish_generation(dbg, "part", 1);
+  put(dbg / "user.txt", "the user's");
+  const Child child = start_child([&](int out) {
+    g_becomes_fifo = fs::absolute(dbg / "user.txt");
+    tracetorch::detail::io_fault_injector = &fifo_at_first_link;
+    try {
+      publish_generation(dbg, "part", 2);
+      write_text(out, "published");
+    } catch (const tracetorch::Error& error) {
+      write_text(out, error.what());
+    }
+  });
+  const int code = wait_for(child, std::chrono::seconds(30));  // before reading: a blocked child never closes its end
+  const std::string message = read_all(child.out);
+  ::close(child.out);
+  DOCTEST_CHECK(code == 0);
+  DOCTEST_INFO(message);
+  DOCTEST_CHECK(message.find("cannot keep " + fs::absolute(dbg / "user.txt").string() +
+                             " in the new tree (link: Operation not permitted, copy: it is no longer a regular file); " +
+                             fs::absolute(dbg).string() + " is unchanged") != std::string::npos);
+  DOCTEST_CHECK(generation_of(dbg, "part") == 1);
+  DOCTEST_CHECK(fs::is_fifo(dbg / "user.txt"));
+  DOCTEST_CHECK(names_in(root.path()) == std::set<std::string>{"dbg"});
 }
 
 }  // DOCTEST_TEST_SUITE

@@ -5818,11 +5818,14 @@ inline void sync_directory(const std::filesystem::path& directory) {
   if (fd) ::fsync(fd.get());
 }
 
-/// Copies the regular file `name` of `from` into `to` (same name and permission bits).
+/// Copies the regular file `name` of `from` into `to` (same name and permission bits). Opened
+/// without blocking and checked to be a regular file: an entry replaced by a FIFO since the caller
+/// looked would otherwise block the open until a writer came (ESTALE then).
 inline bool copy_file_at(int from, int to, const char* name, int& error) {
-  UniqueFd in(::openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd in(::openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   struct stat info {};
   if (!in || ::fstat(in.get(), &info) != 0) return error = errno, false;
+  if (!S_ISREG(info.st_mode)) return error = ESTALE, false;
   UniqueFd out(::openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, info.st_mode & 07777));
   if (!out) return error = errno, false;
   char buffer[1 << 16];
@@ -10680,9 +10683,11 @@ inline Carried link_carried_entries(int from, int to, const std::filesystem::pat
     if (copied) {
       carried.emplace(name, info);
     } else if (S_ISREG(info.st_mode) || S_ISLNK(info.st_mode)) {
+      const std::string copy_failure =
+          copy_error == ESTALE ? "it is no longer a regular file" : std::generic_category().message(copy_error);
       throw Error("tracetorch: cannot keep " + (target / name).string() + " in the new tree (link: " +
-                  std::generic_category().message(link_error) + ", copy: " + std::generic_category().message(copy_error) +
-                  "); " + target.string() + " is unchanged");
+                  std::generic_category().message(link_error) + ", copy: " + copy_failure + "); " + target.string() +
+                  " is unchanged");
     }
   }
   return carried;

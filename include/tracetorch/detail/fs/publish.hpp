@@ -220,9 +220,11 @@ inline Carried link_carried_entries(int from, int to, const std::filesystem::pat
     if (copied) {
       carried.emplace(name, info);
     } else if (S_ISREG(info.st_mode) || S_ISLNK(info.st_mode)) {
+      const std::string copy_failure =
+          copy_error == ESTALE ? "it is no longer a regular file" : std::generic_category().message(copy_error);
       throw Error("tracetorch: cannot keep " + (target / name).string() + " in the new tree (link: " +
-                  std::generic_category().message(link_error) + ", copy: " + std::generic_category().message(copy_error) +
-                  "); " + target.string() + " is unchanged");
+                  std::generic_category().message(link_error) + ", copy: " + copy_failure + "); " + target.string() +
+                  " is unchanged");
     }
   }
   return carried;
