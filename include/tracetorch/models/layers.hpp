@@ -25,7 +25,8 @@
 #include "tracetorch/keywords.hpp"
 #include "tracetorch/models/functional.hpp"
 #include "tracetorch/module.hpp"
-#include "tracetorch/nn.hpp"
+#include "tracetorch/nn/activations.hpp"  // get_activation (ACT2FN)
+#include "tracetorch/nn/layers.hpp"       // Linear, Embedding (not nn.hpp: a model file needs no Conv1D, state_dict)
 #include "tracetorch/detail/models/family_names.hpp"
 
 namespace tracetorch::models {
