@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "tracetorch/detail/fs/directory_lock.hpp"  // UniqueFd
@@ -114,47 +115,50 @@ inline void sync_directory(const std::filesystem::path& directory) {
   if (fd) ::fsync(fd.get());
 }
 
-/// Copies the regular file `name` of `from` into `to` (same name and permission bits). Opened
-/// without blocking and checked to be a regular file: an entry replaced by a FIFO since the caller
-/// looked would otherwise block the open until a writer came (ESTALE then).
-inline bool copy_file_at(int from, int to, const char* name, int& error) {
+/// Copies the regular file `name` of `from` into `to` (same name and permission bits); false with
+/// `failure` saying why. Opened without blocking and checked to be a regular file: an entry
+/// replaced by a FIFO since the caller looked would otherwise block the open until a writer came.
+inline bool copy_file_at(int from, int to, const char* name, std::string& failure) {
+  const auto failed = [&](int error) {
+    failure = std::generic_category().message(error);
+    return false;
+  };
   UniqueFd in(::openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   struct stat info {};
-  if (!in || ::fstat(in.get(), &info) != 0) return error = errno, false;
-  if (!S_ISREG(info.st_mode)) return error = ESTALE, false;
+  if (!in || ::fstat(in.get(), &info) != 0) return failed(errno);
+  if (!S_ISREG(info.st_mode)) return failure = "it is no longer a regular file", false;
   UniqueFd out(::openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, info.st_mode & 07777));
-  if (!out) return error = errno, false;
+  if (!out) return failed(errno);
   char buffer[1 << 16];
   for (;;) {
     const ssize_t got = ::read(in.get(), buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      if (got == 0) return true;
-      break;
-    }
+    if (got == 0) return true;
+    if (got < 0) break;
     for (ssize_t done = 0; done < got;) {
       const ssize_t put = ::write(out.get(), buffer + done, static_cast<std::size_t>(got - done));
       if (put < 0 && errno == EINTR) continue;
       if (put <= 0) {
-        error = put < 0 ? errno : ENOSPC;
+        const int error = put < 0 ? errno : ENOSPC;
         ::unlinkat(to, name, 0);
-        return false;
+        return failed(error);
       }
       done += put;
     }
   }
-  error = errno;
+  const int error = errno;
   ::unlinkat(to, name, 0);
-  return false;
+  return failed(error);
 }
 
-/// A copy of the symbolic link `name` of `from` in `to`.
-inline bool copy_symlink_at(int from, int to, const char* name, int& error) {
+/// A copy of the symbolic link `name` of `from` in `to`; false with `failure` saying why.
+inline bool copy_symlink_at(int from, int to, const char* name, std::string& failure) {
   std::string target(4096, '\0');
   const ssize_t size = ::readlinkat(from, name, target.data(), target.size());
-  if (size < 0 || static_cast<std::size_t>(size) == target.size()) return error = size < 0 ? errno : ENAMETOOLONG, false;
+  if (size < 0) return failure = std::generic_category().message(errno), false;
+  if (static_cast<std::size_t>(size) == target.size()) return failure = std::generic_category().message(ENAMETOOLONG), false;
   target.resize(static_cast<std::size_t>(size));
-  if (::symlinkat(target.c_str(), to, name) != 0) return error = errno, false;
+  if (::symlinkat(target.c_str(), to, name) != 0) return failure = std::generic_category().message(errno), false;
   return true;
 }
 

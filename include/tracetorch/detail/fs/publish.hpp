@@ -212,16 +212,14 @@ inline Carried link_carried_entries(int from, int to, const std::filesystem::pat
     }
     const int link_error = errno;
     if (link_error == ENOENT) continue;  // removed meanwhile
-    int copy_error = 0;
-    const bool copied = injected_fault("link") ? (copy_error = errno, false)
-                        : S_ISREG(info.st_mode)   ? copy_file_at(from, to, name.c_str(), copy_error)
-                        : S_ISLNK(info.st_mode) ? copy_symlink_at(from, to, name.c_str(), copy_error)
+    std::string copy_failure;
+    const bool copied = injected_fault("link") ? (copy_failure = std::generic_category().message(errno), false)
+                        : S_ISREG(info.st_mode)   ? copy_file_at(from, to, name.c_str(), copy_failure)
+                        : S_ISLNK(info.st_mode) ? copy_symlink_at(from, to, name.c_str(), copy_failure)
                                                 : false;
     if (copied) {
       carried.emplace(name, info);
     } else if (S_ISREG(info.st_mode) || S_ISLNK(info.st_mode)) {
-      const std::string copy_failure =
-          copy_error == ESTALE ? "it is no longer a regular file" : std::generic_category().message(copy_error);
       throw Error("tracetorch: cannot keep " + (target / name).string() + " in the new tree (link: " +
                   std::generic_category().message(link_error) + ", copy: " + copy_failure + "); " + target.string() +
                   " is unchanged");
