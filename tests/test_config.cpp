@@ -226,3 +226,84 @@ DOCTEST_TEST_CASE("config: check_positive and check_not_negative name the key fr
   DOCTEST_CHECK_THROWS_AS(tracetorch::check_positive(llava, "toy", llava.vision_config.hidden_size), tracetorch::Error);
   DOCTEST_CHECK_NOTHROW(tracetorch::check_positive(llava, "toy", llava.image_token_index));
 }
+
+namespace cfgtest {
+/// GPT-2's spelling, with transformers' attribute_map: hidden_size is n_embd, and so on.
+struct GptConfig {
+  std::int64_t n_embd = 768;
+  std::int64_t n_layer = 12;
+  std::int64_t n_head = 12;
+};
+TRACETORCH_CONFIG(GptConfig, n_embd, n_layer, n_head);
+TRACETORCH_CONFIG_ATTRIBUTE_MAP(GptConfig, {{"hidden_size", "n_embd"}, {"num_hidden_layers", "n_layer"}});
+
+/// The map applies where the struct stands: nested, under its parent's key.
+struct Outer {
+  GptConfig text_config;
+  std::int64_t image_token_index = 32000;
+};
+TRACETORCH_CONFIG(Outer, text_config, image_token_index);
+TRACETORCH_CONFIG_ATTRIBUTE_MAP(Outer, {{"image_token_id", "image_token_index"}});
+
+struct MapsToNoField {
+  std::int64_t n_embd = 768;
+};
+TRACETORCH_CONFIG(MapsToNoField, n_embd);
+TRACETORCH_CONFIG_ATTRIBUTE_MAP(MapsToNoField, {{"hidden_size", "n_emb"}});
+
+struct MapsAField {
+  std::int64_t n_embd = 768;
+  std::int64_t hidden_size = 768;
+};
+TRACETORCH_CONFIG(MapsAField, n_embd, hidden_size);
+TRACETORCH_CONFIG_ATTRIBUTE_MAP(MapsAField, {{"hidden_size", "n_embd"}});
+}  // namespace cfgtest
+
+DOCTEST_TEST_CASE("config: an attribute map's spellings set their fields, as transformers' attribute_map; two that differ are refused") {
+  cfgtest::GptConfig config;
+  auto report = tracetorch::read_config(tracetorch::ConfigFile(R"({"hidden_size": 64, "num_hidden_layers": 2, "n_head": 4})", "config.json"), config);
+  DOCTEST_CHECK(config.n_embd == 64);
+  DOCTEST_CHECK(config.n_layer == 2);
+  DOCTEST_CHECK(config.n_head == 4);
+  DOCTEST_CHECK(report.unknown_keys.empty());  // the map's keys are known keys
+
+  // Both spellings agreeing is what a config saved from Python and edited by hand may hold.
+  cfgtest::GptConfig both;
+  DOCTEST_CHECK(cfgtest::read_error(R"({"hidden_size": 32, "n_embd": 32})", both).empty());
+  DOCTEST_CHECK(both.n_embd == 32);
+  // Disagreeing, neither is taken: the file is refused, both keys named, the config unchanged.
+  cfgtest::GptConfig untouched;
+  DOCTEST_CHECK(cfgtest::read_error(R"({"n_layer": 3, "n_embd": 768, "hidden_size": 64})", untouched) ==
+                "tracetorch: config.json: \"hidden_size\" and \"n_embd\" name the same field, with different values (64 and 768)");
+  DOCTEST_CHECK(untouched.n_layer == 12);
+  // A wrong type names the key the file used.
+  DOCTEST_CHECK(cfgtest::read_error(R"({"hidden_size": "big"})", untouched) ==
+                "tracetorch: config.json: \"hidden_size\" must be an integer");
+
+  // Nested: the nested struct's map, its keys full in messages and reports.
+  cfgtest::Outer outer;
+  report = tracetorch::read_config(
+      tracetorch::ConfigFile(R"({"image_token_id": 7, "text_config": {"hidden_size": 16, "hidden_act": "gelu"}})", "config.json"), outer);
+  DOCTEST_CHECK(outer.image_token_index == 7);
+  DOCTEST_CHECK(outer.text_config.n_embd == 16);
+  DOCTEST_CHECK(report.unknown_keys == std::vector<std::string>{"text_config.hidden_act"});
+  DOCTEST_CHECK(cfgtest::read_error(R"({"text_config": {"num_hidden_layers": 1, "n_layer": 2}})", outer) ==
+                "tracetorch: config.json: \"text_config.num_hidden_layers\" and \"text_config.n_layer\" name the same field, "
+                "with different values (1 and 2)");
+
+  // set_config_field (a trace program's --set) takes both spellings.
+  tracetorch::set_config_field(outer, "text_config.num_hidden_layers", "5");
+  tracetorch::set_config_field(outer, "image_token_id", "9");
+  DOCTEST_CHECK(outer.text_config.n_layer == 5);
+  DOCTEST_CHECK(outer.image_token_index == 9);
+
+  // A map that names no field, or maps a field's own name away, is the port's mistake: refused.
+  cfgtest::MapsToNoField no_field;
+  DOCTEST_CHECK(cfgtest::read_error("{}", no_field) ==
+                "tracetorch: config.json: TRACETORCH_CONFIG_ATTRIBUTE_MAP maps \"hidden_size\" to \"n_emb\", which is not "
+                "a field TRACETORCH_CONFIG lists");
+  cfgtest::MapsAField a_field;
+  DOCTEST_CHECK(cfgtest::read_error("{}", a_field) ==
+                "tracetorch: config.json: TRACETORCH_CONFIG_ATTRIBUTE_MAP maps \"hidden_size\" to \"n_embd\", but "
+                "\"hidden_size\" is a field of its own");
+}

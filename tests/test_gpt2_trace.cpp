@@ -5,7 +5,11 @@
 
 #include "gpt2_fixture.hpp"
 
+#include <tracetorch/config_file.hpp>
+
+#include <algorithm>
 #include <set>
+#include <utility>
 
 namespace {
 
@@ -80,6 +84,35 @@ DOCTEST_TEST_CASE("gpt2: past_key_values of a first call continue the sequence a
   const auto no_cache = model({.input_ids = ids, .use_cache = false});
   DOCTEST_CHECK_FALSE(no_cache.past_key_values.has_value());
   DOCTEST_CHECK_THROWS_AS(gpt2::GPT2Config::from_json_file(tracetorch_test::data_dir() / "no_such_config.json"), tracetorch::Error);
+}
+
+DOCTEST_TEST_CASE("gpt2: a config.json with upstream's attribute_map spellings (hidden_size, num_hidden_layers, ...) reads as n_embd, n_layer, ...") {
+  // GPT2Config(hidden_size=8) sets n_embd in Python: a config written with the common names must
+  // build the fixture's model, weights and all, not the 768-wide default.
+  auto json = tracetorch_test::read_json(gpt2_dir() / "config.json").as_object();
+  for (const auto& [common, own] : {std::pair{"hidden_size", "n_embd"}, std::pair{"num_hidden_layers", "n_layer"},
+                                    std::pair{"num_attention_heads", "n_head"}, std::pair{"max_position_embeddings", "n_positions"}}) {
+    json[common] = json.at(own);
+    json.erase(own);
+  }
+  tracetorch_test::TempDir dir;
+  tracetorch_test::write_text(dir / "config.json", boost::json::serialize(json));
+  tracetorch::ConfigReport report;
+  const auto config = tracetorch::load_config<gpt2::GPT2Config>(dir / "config.json", &report);
+  DOCTEST_CHECK(tracetorch::config_to_json(config) ==
+                tracetorch::config_to_json(gpt2::GPT2Config::from_json_file(gpt2_dir() / "config.json")));
+  DOCTEST_CHECK(std::find(report.unknown_keys.begin(), report.unknown_keys.end(), "hidden_size") == report.unknown_keys.end());
+  gpt2::GPT2Model model(gpt2::GPT2Config::from_json_file(dir / "config.json"));
+  gpt2::load_state_dict(*model, gpt2_dir() / "model.safetensors");  // strict: refuses any other size
+  model->eval();
+  DOCTEST_CHECK(torch::equal(model({.input_ids = fixture_ids()}).last_hidden_state,
+                             fixture_model()({.input_ids = fixture_ids()}).last_hidden_state));
+  // Both spellings with different values: refused, naming both.
+  json["n_embd"] = 16;
+  tracetorch_test::write_text(dir / "both.json", boost::json::serialize(json));
+  DOCTEST_CHECK_THROWS_WITH_AS(gpt2::GPT2Config::from_json_file(dir / "both.json"),
+                               doctest::Contains("\"hidden_size\" and \"n_embd\" name the same field, with different values (8 and 16)"),
+                               tracetorch::Error);
 }
 
 }  // DOCTEST_TEST_SUITE

@@ -178,7 +178,7 @@ void expect_refused(const tracetorch_test::RunResult& result, const std::string&
   DOCTEST_CHECK_MESSAGE(std::count(result.output.begin(), result.output.end(), '\n') == 1, result.output);
 }
 
-DOCTEST_TEST_CASE("config sizes that are zero, negative, too large or overflow: one line, exit 1, nothing built") {
+DOCTEST_TEST_CASE("config sizes that are zero, negative, too large or overflow, or an activation not ported: one line, exit 1, nothing built") {
   tracetorch_test::TempDir dir;
   const std::string out = " --debug-path " + (dir / "out").string();
   const auto with_config = [&](const std::string& json, const std::string& extra = "") {
@@ -190,6 +190,8 @@ DOCTEST_TEST_CASE("config sizes that are zero, negative, too large or overflow: 
   expect_refused(with_config(R"({"num_hidden_layers": -1})"), "num_hidden_layers is -1: it must be >= 0");
   expect_refused(with_config(R"({"max_position_embeddings": 0})"), "max_position_embeddings is 0");
   expect_refused(with_config(R"({"rms_norm_eps": 0})"), "rms_norm_eps must be a finite number > 0");
+  // Read, not left at its default: an activation the port's MLP does not have is refused.
+  expect_refused(with_config(R"({"hidden_act": "gelu"})"), "config.json: hidden_act \"gelu\" is not ported (the Llama MLP's activation is SiLU)");
   expect_refused(with_config(R"({"vocab_size": 18446744073709551615})"), "\"vocab_size\" is 18446744073709551615, too large");
   // hidden_size^2 overflows 64 bits: refused before LibTorch multiplies it.
   expect_refused(with_config(R"({"hidden_size": 4294967296, "num_attention_heads": 1, "num_key_value_heads": 1})"),

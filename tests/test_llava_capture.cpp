@@ -136,6 +136,10 @@ DOCTEST_TEST_CASE("llava: the nested config is read by full key, unknown keys re
   tracetorch_test::write_text(dir / "wrong.json", R"({"vision_config": {"hidden_size": "sixteen"}})");
   DOCTEST_CHECK_THROWS_WITH_AS(llava::LlavaConfig::from_json_file(dir / "wrong.json"),
                                doctest::Contains("\"vision_config.hidden_size\" must be an integer"), tracetorch::Error);
+  // Upstream's attribute_map: image_token_id is image_token_index.
+  tracetorch_test::write_text(dir / "id.json", R"({"image_token_id": 5})");
+  DOCTEST_CHECK(llava::LlavaConfig::from_json_file(dir / "id.json", &report).image_token_index == 5);
+  DOCTEST_CHECK(report.unknown_keys.empty());
   tracetorch_test::write_text(dir / "rope.json", R"({"text_config": {"rope_parameters": {"rope_type": "yarn"}}})");
   DOCTEST_CHECK_THROWS_WITH_AS(llava::LlavaConfig::from_json_file(dir / "rope.json"), doctest::Contains("yarn"), tracetorch::Error);
 }

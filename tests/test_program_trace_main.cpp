@@ -7,6 +7,11 @@
 
 #include <tracetorch/safetensors.hpp>
 
+#include <algorithm>
+#include <tuple>
+#include <utility>
+#include <vector>
+
 namespace program_trace_main_test {
 
 std::string in(const std::filesystem::path& dir, const std::string& name) { return (dir / name).string(); }
@@ -70,6 +75,38 @@ DOCTEST_TEST_CASE("gpt2_trace on its fixture: both traces equal the reference's"
                 std::string::npos);
 }
 
+DOCTEST_TEST_CASE("every trace program says which keys of --config no field takes, one line naming the file; keys no forward reads are not among them") {
+  tracetorch_test::TempDir dir;
+  const auto data = tracetorch_test::data_dir();
+  // Each program with its fixture's config; GPT-2's learned positions stop at its n_positions (16).
+  const std::vector<std::tuple<std::string, std::filesystem::path, std::string>> programs = {
+      {TRACETORCH_LLAMA_TRACE, data / "tiny_llama_upstream" / "config.json", ""},
+      {TRACETORCH_GEMMA_TRACE, data / "gemma" / "config.json", ""},
+      {TRACETORCH_GPT2_TRACE, data / "gpt2" / "config.json", " --seq 5"},
+      {TRACETORCH_LLAVA_TRACE, data / "llava" / "config.json", ""},
+      {TRACETORCH_QWEN2_MOE_TRACE, data / "qwen2_moe" / "config.json", ""}};
+  for (const auto& [program, config, extra] : programs) {
+    const std::string name = std::filesystem::path(program).filename().string();
+    DOCTEST_INFO(name);
+    // A typo'd key, nested or not, beside the fixture's own keys (architectures, model_type, ...).
+    auto json = tracetorch_test::read_json(config).as_object();
+    json["num_hiden_layers"] = 1;
+    if (auto* vision = json.if_contains("vision_config")) vision->as_object()["hiden_size"] = 8;
+    const auto typo = dir / (name + "_typo.json");
+    tracetorch_test::write_text(typo, boost::json::serialize(json));
+    const auto run = tracetorch_test::run_program(program, "--config " + typo.string() + extra + " --debug-path " + (dir / name).string());
+    DOCTEST_INFO(run.output);
+    DOCTEST_CHECK(run.exit_code == 0);
+    const std::string expected = json.contains("vision_config") ? "2 keys no field takes: vision_config.hiden_size, num_hiden_layers (ignored)"
+                                                                : "1 key no field takes: num_hiden_layers (ignored)";
+    DOCTEST_CHECK(tracetorch_test::contains(run.output, name + ": " + typo.string() + ": " + expected + "\n"));
+    // The fixture's config as upstream wrote it: every key it has is read, or bookkeeping.
+    const auto clean = tracetorch_test::run_program(program, "--config " + config.string() + extra + " --debug-path " + (dir / name).string());
+    DOCTEST_CHECK(clean.exit_code == 0);
+    DOCTEST_CHECK_MESSAGE(!tracetorch_test::contains(clean.output, "no field takes"), clean.output);
+  }
+}
+
 DOCTEST_TEST_CASE("--call: an unknown name or a wrong type is a usage error listing the call's keywords") {
   using namespace program_trace_main_test;
   tracetorch_test::TempDir dir;
@@ -123,6 +160,38 @@ DOCTEST_TEST_CASE("a flag that names a file refuses an empty value, naming the f
   DOCTEST_CHECK(result.exit_code == 2);
   DOCTEST_CHECK(result.output.find("--safetensors takes no value") != std::string::npos);
   DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+DOCTEST_TEST_CASE("a port's forward that fails says so in one line, without LibTorch's backtrace; GPT-2's positions past n_positions are named") {
+  using namespace program_trace_main_test;
+  tracetorch_test::TempDir dir;
+  const auto one_line_error = [](const tracetorch_test::RunResult& result, const std::string& message) {
+    DOCTEST_INFO(result.output);
+    DOCTEST_CHECK(result.exit_code == 1);
+    DOCTEST_CHECK(tracetorch_test::contains(result.output, message));
+    DOCTEST_CHECK(std::count(result.output.begin(), result.output.end(), '\n') == 1);
+    DOCTEST_CHECK_FALSE(tracetorch_test::contains(result.output, "Exception raised from"));
+  };
+  // position_ids of the wrong batch reach LibTorch's broadcasting inside the rotary embedding: a c10::Error.
+  const auto llama = tracetorch_test::tiny_llama_dir();
+  tracetorch::safetensors::save(dir / "positions.safetensors",
+                                tracetorch::safetensors::NamedTensors{{"position_ids", torch::zeros({4, 7}, torch::kInt64)}});
+  const std::string llama_base = "--config " + in(llama, "config.json") + " --input-ids " + in(llama, "input_ids.safetensors") +
+                                 " --debug-path " + (dir / "out").string() + " --inputs ";
+  one_line_error(tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, llama_base + (dir / "positions.safetensors").string()),
+                 "llama_trace: error: The size of tensor a");
+  // A padding mask of the wrong shape: the shared parts' own refusal, with the shape it got.
+  tracetorch::safetensors::save(dir / "mask.safetensors",
+                                tracetorch::safetensors::NamedTensors{{"attention_mask", torch::ones({4, 7}, torch::kInt64)}});
+  one_line_error(tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, llama_base + (dir / "mask.safetensors").string()),
+                 "llama_trace: error: create_causal_mask: attention_mask must be [batch = 2, kv] of 1/0, got [4, 7]");
+  // GPT-2's learned positions: the default --seq 30 is past the fixture's n_positions of 16.
+  const auto gpt2 = tracetorch_test::data_dir() / "gpt2";
+  one_line_error(tracetorch_test::run_program(TRACETORCH_GPT2_TRACE, "--config " + in(gpt2, "config.json") + " --debug-path " +
+                                                                         (dir / "gpt2").string()),
+                 "gpt2_trace: error: gpt2: position ids go up to 29 (past 0 + seq 30), but n_positions is 16: GPT-2's "
+                 "learned position table has no row for them");
+  DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "gpt2" / "GPT2Model_debug_tree_SUMMARY.json"));
 }
 
 DOCTEST_TEST_CASE("--inputs: each tensor passed as the keyword of its name; a tensor that is no keyword refused") {

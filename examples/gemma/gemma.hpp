@@ -63,10 +63,10 @@ struct GemmaConfig {
   /// Must stay null: only the default rope is ported.
   boost::json::value rope_scaling;
 
-  /// Reads a transformers config.json (tracetorch::load_config); unknown keys are ignored. A key
-  /// of the wrong type, a rope_scaling, an unknown hidden_act or sizes that do not fit together
-  /// are a tracetorch::Error naming the file and the key.
-  static GemmaConfig from_json_file(const std::filesystem::path& path);
+  /// Reads a transformers config.json (tracetorch::load_config); keys no field takes go to
+  /// `report` where given. A key of the wrong type, a rope_scaling, an unknown hidden_act or
+  /// sizes that do not fit together are a tracetorch::Error naming the file and the key.
+  static GemmaConfig from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report = nullptr);
   void validate(const std::string& where) const;  // the hook load_config runs
 };
 TRACETORCH_CONFIG(GemmaConfig, vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,

@@ -28,8 +28,8 @@ torch::Tensor merge_heads(const torch::Tensor& tensor, std::int64_t num_heads, s
 
 }  // namespace
 
-GPT2Config GPT2Config::from_json_file(const std::filesystem::path& path) {
-  return tracetorch::load_config<GPT2Config>(path);
+GPT2Config GPT2Config::from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report) {
+  return tracetorch::load_config<GPT2Config>(path, report);
 }
 
 void GPT2Config::validate(const std::string& where) const {
@@ -175,6 +175,17 @@ BaseModelOutputWithPastAndCrossAttentions GPT2ModelImpl::run_blocks(const GPT2Mo
   const auto past_length = past.empty() ? 0 : std::get<0>(past[0]).size(-2);
   auto position_ids = *inputs.position_ids;
   if (!position_ids.defined()) position_ids = torch::arange(past_length, seq_length + past_length, torch::kInt64).unsqueeze(0);
+  // wpe is a table of n_positions rows: a position past it is refused here, by name, where
+  // LibTorch's embedding would say only "index out of range in self".
+  if (position_ids.numel() > 0) {
+    const auto last = position_ids.max().item<std::int64_t>();
+    const auto rows = wpe->weight.size(0);
+    if (last >= rows || position_ids.min().item<std::int64_t>() < 0) {
+      throw tracetorch::Error("gpt2: position ids go up to " + std::to_string(last) + " (past " + std::to_string(past_length) +
+                              " + seq " + std::to_string(seq_length) + "), but n_positions is " + std::to_string(rows) +
+                              ": GPT-2's learned position table has no row for them");
+    }
+  }
 
   const auto inputs_embeds = has_embeds ? *inputs.inputs_embeds : wte(*inputs.input_ids);
   auto hidden_states = inputs_embeds + wpe(position_ids);

@@ -50,15 +50,21 @@ struct GPT2Config {
   bool output_attentions = false;
   bool output_hidden_states = false;
 
-  /// Reads a transformers config.json (tracetorch::load_config); unknown keys are ignored; a key
-  /// of the wrong type, an unknown activation or inconsistent sizes are a tracetorch::Error
-  /// naming the file.
-  static GPT2Config from_json_file(const std::filesystem::path& path);
+  /// Reads a transformers config.json (tracetorch::load_config), upstream's attribute_map
+  /// spellings included (`hidden_size` for n_embd); keys no field takes go to `report` where
+  /// given; a key of the wrong type, an unknown activation or inconsistent sizes are a
+  /// tracetorch::Error naming the file.
+  static GPT2Config from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report = nullptr);
   void validate(const std::string& where) const;  // the hook load_config runs
 };
 TRACETORCH_CONFIG(GPT2Config, vocab_size, n_positions, n_embd, n_layer, n_head, n_inner, activation_function, resid_pdrop,
                   embd_pdrop, attn_pdrop, layer_norm_epsilon, scale_attn_weights, scale_attn_by_inverse_layer_idx, use_cache,
                   output_attentions, output_hidden_states);
+// GPT2Config's attribute_map: a config.json may spell the sizes as other models do.
+TRACETORCH_CONFIG_ATTRIBUTE_MAP(GPT2Config, {{"hidden_size", "n_embd"},
+                                             {"max_position_embeddings", "n_positions"},
+                                             {"num_attention_heads", "n_head"},
+                                             {"num_hidden_layers", "n_layer"}});
 
 /// One layer's cached (key, value), each [batch, heads, seq, head_dim]: upstream's `layer_past`.
 using LayerPast = std::tuple<torch::Tensor, torch::Tensor>;

@@ -38,6 +38,7 @@ struct LlamaConfig {
   std::int64_t num_hidden_layers = 16;
   std::int64_t num_attention_heads = 16;
   std::int64_t num_key_value_heads = 16;
+  std::string hidden_act = "silu";  // the MLP's activation: only SiLU is ported
   std::int64_t max_position_embeddings = 1024;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
@@ -50,14 +51,15 @@ struct LlamaConfig {
   bool mlp_bias = false;
   std::optional<std::int64_t> head_dim;  // null: hidden_size / num_attention_heads
 
-  /// Reads a transformers config.json (tracetorch::read_config); unknown keys are ignored, a key
-  /// of the wrong type or an inconsistent config is a tracetorch::Error naming the file.
-  static LlamaConfig from_json_file(const std::filesystem::path& path);
+  /// Reads a transformers config.json (tracetorch::read_config); keys no field takes go to
+  /// `report` where given, a key of the wrong type or an inconsistent config is a
+  /// tracetorch::Error naming the file.
+  static LlamaConfig from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report = nullptr);
   /// Throws tracetorch::Error when sizes do not fit together (e.g. heads not dividing hidden).
   void validate(const std::string& where) const;
 };
 TRACETORCH_CONFIG(LlamaConfig, vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
-                  num_key_value_heads, max_position_embeddings, rms_norm_eps, rope_theta, output_hidden_states,
+                  num_key_value_heads, hidden_act, max_position_embeddings, rms_norm_eps, rope_theta, output_hidden_states,
                   output_attentions, use_cache, rope_scaling, attention_bias, mlp_bias, head_dim);
 
 /// The family: Llama's conventions are the shared parts' defaults.

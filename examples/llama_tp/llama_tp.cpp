@@ -25,9 +25,9 @@ std::optional<std::int64_t> planted_o_proj_offset(int rank) {
 
 LlamaConfig::LlamaConfig() : o_proj_offset(planted_o_proj_offset(parallel.rank)) {}
 
-LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path) {
+LlamaConfig LlamaConfig::from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report) {
   LlamaConfig config;
-  static_cast<llama::LlamaConfig&>(config) = llama::LlamaConfig::from_json_file(path);
+  static_cast<llama::LlamaConfig&>(config) = llama::LlamaConfig::from_json_file(path, report);
   config.validate(path.string());
   return config;
 }

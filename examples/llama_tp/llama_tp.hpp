@@ -26,7 +26,7 @@ struct LlamaConfig : llama::LlamaConfig {
   std::optional<std::int64_t> o_proj_offset;
 
   LlamaConfig();
-  static LlamaConfig from_json_file(const std::filesystem::path& path);
+  static LlamaConfig from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report = nullptr);
   /// llama::LlamaConfig's checks, then heads, key-value heads and intermediate size each divisible
   /// by the world size (tracetorch::Error naming the sizes otherwise).
   void validate(const std::string& where) const;

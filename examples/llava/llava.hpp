@@ -80,7 +80,7 @@ struct TextConfig : LlamaConfig {
 struct LlavaConfig {
   tracetorch::models::CLIPVisionConfig vision_config;
   LlamaConfig text_config;
-  std::int64_t image_token_index = 32000;  // upstream's image_token_id
+  std::int64_t image_token_index = 32000;  // also read as image_token_id (upstream's attribute_map)
   std::int64_t image_seq_length = 576;
   std::string projector_hidden_act = "gelu";
   std::string vision_feature_select_strategy = "default";
@@ -95,6 +95,7 @@ struct LlavaConfig {
 };
 TRACETORCH_CONFIG(LlavaConfig, vision_config, text_config, image_token_index, image_seq_length, projector_hidden_act,
                   vision_feature_select_strategy, vision_feature_layer, multimodal_projector_bias, tie_word_embeddings);
+TRACETORCH_CONFIG_ATTRIBUTE_MAP(LlavaConfig, {{"image_token_id", "image_token_index"}});  // upstream's attribute_map
 
 using tracetorch::Keyword;
 using tracetorch::models::PositionEmbeddings;

@@ -9,12 +9,8 @@
 namespace llava {
 
 LlavaConfig LlavaConfig::from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report) {
-  // Keys upstream writes that no forward reads.
-  const tracetorch::ConfigReadOptions options{.ignored_keys = {"architectures", "model_type", "dtype", "torch_dtype",
-                                                               "transformers_version", "vision_config.model_type",
-                                                               "text_config.model_type"}};
   tracetorch::ConfigReport found;
-  auto config = tracetorch::load_config<LlavaConfig>(path, &found, options);
+  auto config = tracetorch::load_config<LlavaConfig>(path, &found);
   if (report != nullptr) {
     *report = std::move(found);
   } else if (!found.unknown_keys.empty()) {

@@ -47,10 +47,10 @@ struct Qwen3Config {
   bool output_hidden_states = false;
   bool output_attentions = false;
 
-  /// Reads a transformers config.json (tracetorch::read_config; unknown keys ignored); a wrong
-  /// type, rope_scaling or sizes that do not fit together are a tracetorch::Error naming the
-  /// file and the key.
-  static Qwen3Config from_json_file(const std::filesystem::path& path);
+  /// Reads a transformers config.json (tracetorch::read_config; keys no field takes go to
+  /// `report` where given); a wrong type, rope_scaling or sizes that do not fit together are a
+  /// tracetorch::Error naming the file and the key.
+  static Qwen3Config from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report = nullptr);
   /// Derives layer_types as Qwen3Config does when they are absent, then checks the sizes.
   void validate(const std::string& where);
 };

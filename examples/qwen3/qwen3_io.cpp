@@ -6,11 +6,12 @@
 
 namespace qwen3 {
 
-Qwen3Config Qwen3Config::from_json_file(const std::filesystem::path& path) {
+Qwen3Config Qwen3Config::from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report) {
   const tracetorch::ConfigFile file(path);
   if (file.has("rope_scaling")) file.fail("rope_scaling", "must be null: only the default rope is ported for Qwen3");
   Qwen3Config config;
-  tracetorch::read_config(file, config);
+  auto found = tracetorch::read_config(file, config, {.ignored_keys = {"rope_scaling"}});
+  if (report != nullptr) *report = std::move(found);
   config.validate(path.string());
   return config;
 }

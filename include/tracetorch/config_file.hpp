@@ -150,12 +150,29 @@ struct ConfigReport {
   }
 };
 
+/// Whether `full_key` is a key of transformers' configs that no model's forward reads, at any
+/// depth (`vision_config.model_type`): its bookkeeping (`architectures`, `model_type`, `dtype`,
+/// `torch_dtype`, `transformers_version`, `_name_or_path`), and what only generate() and weight
+/// initialization read (`bos_token_id`, `eos_token_id`, `initializer_range`).
+inline bool is_upstream_key_no_forward_reads(std::string_view full_key) noexcept {
+  const auto dot = full_key.rfind('.');
+  const std::string_view name = dot == std::string_view::npos ? full_key : full_key.substr(dot + 1);
+  for (const std::string_view key : {"architectures", "model_type", "dtype", "torch_dtype", "transformers_version",
+                                     "_name_or_path", "bos_token_id", "eos_token_id", "initializer_range"}) {
+    if (name == key) return true;
+  }
+  return false;
+}
+
 /// How read_config treats keys no field takes.
 struct ConfigReadOptions {
   /// Throw Error (ConfigReport::describe's text) instead of reporting them.
   bool refuse_unknown_keys = false;
   /// Full keys the port leaves unread on purpose: neither reported nor refused.
   std::vector<std::string> ignored_keys = {};
+  /// Report (or refuse) the keys no forward reads too (is_upstream_key_no_forward_reads), which a
+  /// read otherwise leaves out, so that a report lists only keys a port could have missed.
+  bool report_keys_no_forward_reads = false;
 };
 
 /// Calls `config.validate(where)` where the struct has it (`void validate(const std::string&)
@@ -180,7 +197,8 @@ ConfigReport read_config(const ConfigFile& file, Config& config, const ConfigRea
   Config read = config;
   detail::read_config_object(file.object(), read, "", state);
   std::erase_if(report.unknown_keys, [&](const std::string& key) {
-    return std::find(options.ignored_keys.begin(), options.ignored_keys.end(), key) != options.ignored_keys.end();
+    return std::find(options.ignored_keys.begin(), options.ignored_keys.end(), key) != options.ignored_keys.end() ||
+           (!options.report_keys_no_forward_reads && is_upstream_key_no_forward_reads(key));
   });
   if (options.refuse_unknown_keys && !report.unknown_keys.empty()) throw Error("tracetorch: " + report.describe(file.name()));
   validate_config(read, file.name());

@@ -12,6 +12,7 @@
 /// TRACETORCH_CONFIG(VisionConfig, hidden_size, num_hidden_layers);
 /// \endcode
 
+#include <array>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -52,7 +53,30 @@
     visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
   }
 
+/// Other spellings a config.json may use for fields, as transformers' `attribute_map` (GPT-2's
+/// `hidden_size` for `n_embd`), after TRACETORCH_CONFIG in the struct's namespace:
+/// \code
+/// TRACETORCH_CONFIG_ATTRIBUTE_MAP(GPT2Config, {{"hidden_size", "n_embd"}, {"num_hidden_layers", "n_layer"}});
+/// \endcode
+/// A read takes a field's value from whichever spelling the file has (errors name that key) and
+/// refuses a file that gives both with different values; set_config_field takes both too. A map
+/// entry whose field TRACETORCH_CONFIG does not list, or whose key is a field's own name, is an
+/// Error at the first read.
+#define TRACETORCH_CONFIG_ATTRIBUTE_MAP(Type, ...)                                                     \
+  [[maybe_unused]] constexpr auto tracetorch_config_attribute_map(const Type*) {                       \
+    return ::std::to_array<::tracetorch::ConfigAlias>(__VA_ARGS__);                                    \
+  }                                                                                                    \
+  static_assert(true, "a semicolon follows TRACETORCH_CONFIG_ATTRIBUTE_MAP")
+
 namespace tracetorch {
+
+struct ConfigReport;  // what a read found besides the fields: <tracetorch/config_file.hpp>
+
+/// One entry of TRACETORCH_CONFIG_ATTRIBUTE_MAP: `key`, another spelling of `field`.
+struct ConfigAlias {
+  std::string_view key;
+  std::string_view field;
+};
 
 namespace detail {
 
@@ -68,6 +92,16 @@ std::string_view config_key_of(const Config& config, const Field& field) {
   });
   if (key.empty()) throw Error("tracetorch::check_positive/check_not_negative: an argument is not a field that TRACETORCH_CONFIG lists");
   return key;
+}
+
+/// The entries of `Config`'s TRACETORCH_CONFIG_ATTRIBUTE_MAP, none where it has no map.
+template <class Config>
+constexpr auto config_attribute_map() noexcept {
+  if constexpr (requires { tracetorch_config_attribute_map(static_cast<const Config*>(nullptr)); }) {
+    return tracetorch_config_attribute_map(static_cast<const Config*>(nullptr));
+  } else {
+    return std::array<ConfigAlias, 0>{};
+  }
 }
 
 /// The value of a field, or nullopt for an optional field that is not set.

@@ -36,6 +36,7 @@
 #include "tracetorch/detail/parallel/launcher.hpp"
 #include "tracetorch/detail/parallel/process_group.hpp"
 #include "tracetorch/detail/parallel/rank_replay.hpp"
+#include "tracetorch/detail/program/exception_message.hpp"
 #include "tracetorch/detail/program/parallel_trace.hpp"
 
 namespace tracetorch {
@@ -137,7 +138,7 @@ int parallel_trace_main(int argc, char** argv, const TraceProgramOptions& option
     std::cerr << options.program << ": " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << options.program << ": error: " << e.what() << "\n";
+    std::cerr << options.program << ": error: " << detail::exception_message(e) << "\n";
     return 1;
   }
 }

@@ -7853,6 +7853,285 @@ inline Report load(torch::nn::Module& module, const std::filesystem::path& path,
 #include <utility>
 #include <vector>
 
+// ---- begin tracetorch/config_struct.hpp ----
+/// \file
+/// `TRACETORCH_CONFIG(Type, field...)` alone: what a model header needs to declare its config
+/// struct's fields, without the reading (Boost.JSON, files: <tracetorch/config_file.hpp>, which
+/// includes this). A port's io file includes config_file.hpp and reads with load_config.
+///
+/// \code
+/// struct VisionConfig {
+///   std::int64_t hidden_size = 768;
+///   std::int64_t num_hidden_layers = 12;
+/// };
+/// TRACETORCH_CONFIG(VisionConfig, hidden_size, num_hidden_layers);
+/// \endcode
+
+#include <array>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+// ---- begin tracetorch/detail/module/field_list.hpp ----
+/// \file
+/// Compile-time checks that a macro's list of field names (TRACETORCH_KEYWORDS, TRACETORCH_CONFIG)
+/// agrees with the struct: each name a member, every member listed, in declaration order. Each
+/// check is one static_assert with one readable line, and the checks never cascade: a name that
+/// is not a member is tested in a dependent context, so it fails only its own assertion.
+///
+/// Where Boost.PFR can name fields itself (Boost >= 1.84, `boost::pfr::get_name`), the macros
+/// also take the type alone, `TRACETORCH_CONFIG(Type)`: the names then come from the struct, so
+/// there is no list to check. With an older Boost that form is one static_assert.
+
+#include <boost/pfr/core.hpp>
+#if __has_include(<boost/pfr/core_name.hpp>)
+#include <boost/pfr/core_name.hpp>
+#endif
+#include <boost/preprocessor/control/iif.hpp>
+#include <boost/preprocessor/facilities/check_empty.hpp>
+#include <boost/preprocessor/punctuation/comma_if.hpp>
+#include <boost/preprocessor/seq/elem.hpp>
+#include <boost/preprocessor/seq/for_each.hpp>
+#include <boost/preprocessor/seq/for_each_i.hpp>
+#include <boost/preprocessor/stringize.hpp>
+#include <boost/preprocessor/variadic/size.hpp>
+#include <boost/preprocessor/variadic/to_seq.hpp>
+
+#include <cstddef>
+#include <initializer_list>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+/// 1 where Boost.PFR names fields (Boost >= 1.84 in C++20): TRACETORCH_KEYWORDS(Type) and
+/// TRACETORCH_CONFIG(Type) may then leave the field names out.
+#if defined(BOOST_PFR_CORE_NAME_ENABLED) && BOOST_PFR_CORE_NAME_ENABLED
+#define TRACETORCH_FIELD_NAMES_FROM_PFR 1
+#else
+#define TRACETORCH_FIELD_NAMES_FROM_PFR 0
+#endif
+
+namespace tracetorch::detail {
+
+/// `T`, spelled so that the compiler treats it as depending on `D`: member access through it is
+/// checked only when a template using it is instantiated.
+template <class T, class D>
+struct dependent_type {
+  using type = T;
+};
+template <class T, class D>
+using dependent_type_t = typename dependent_type<T, D>::type;
+
+/// What field_offset gives for a listed name that is not a member (its own assertion reports it).
+inline constexpr std::size_t kNotAMember = std::numeric_limits<std::size_t>::max();
+
+/// True when the offsets of the listed members grow: the list follows declaration order.
+constexpr bool in_declaration_order(std::initializer_list<std::size_t> offsets) {
+  std::size_t previous = 0;
+  bool first = true;
+  for (const std::size_t offset : offsets) {
+    if (offset == kNotAMember) continue;
+    if (!first && offset <= previous) return false;
+    previous = offset;
+    first = false;
+  }
+  return true;
+}
+
+/// `visit(name, field)` for every field of `value` (a `Type`, const or not), in declaration
+/// order, the names from Boost.PFR.
+template <class Type, class Self, class Visit>
+void for_each_field_named_by_pfr(Self& value, Visit&& visit) {
+#if TRACETORCH_FIELD_NAMES_FROM_PFR
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (visit(std::string_view(::boost::pfr::get_name<I, Type>()), ::boost::pfr::get<I>(value)), ...);
+  }(std::make_index_sequence<::boost::pfr::tuple_size_v<Type>>{});
+#endif  // else the macro's own static_assert has failed: no second error here
+}
+
+}  // namespace tracetorch::detail
+
+/// `Listed(Type, names...)` where names follow the type, else `Unlisted(Type)`.
+#define TRACETORCH_DETAIL_IF_NAMES_LISTED(Listed, Unlisted, Type, ...) \
+  BOOST_PP_IIF(BOOST_PP_CHECK_EMPTY(__VA_ARGS__), Unlisted, Listed)(Type, __VA_ARGS__)
+
+/// The one error of `Macro(Type)` where Boost.PFR cannot name fields.
+#define TRACETORCH_DETAIL_ASSERT_PFR_NAMES(Macro, Type)                                    \
+  static_assert(TRACETORCH_FIELD_NAMES_FROM_PFR, #Macro "(" #Type ") without field names needs Boost >= 1.84 " \
+                "(Boost.PFR names fields); list them: " #Macro "(" #Type ", field, ...)")
+
+/// Whether `Type` has a member `field`, without an error when it has not.
+#define TRACETORCH_DETAIL_HAS_MEMBER(Type, field) \
+  (::std::is_invocable_v<decltype([](auto& object) -> decltype((void)object.field) {}), Type&>)
+
+/// The offset of member `field` in `Type`, or kNotAMember. offsetof is conditionally supported
+/// for types that are not standard-layout; GCC and Clang support it and warn, hence the pragmas.
+#define TRACETORCH_DETAIL_FIELD_OFFSET(Type, field)                                           \
+  ([]<class U>(::std::type_identity<U>) constexpr -> ::std::size_t {                          \
+    if constexpr (requires(U& object) { object.field; }) {                                    \
+      _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Winvalid-offsetof\"") \
+      return offsetof(U, field);                                                              \
+      _Pragma("GCC diagnostic pop")                                                           \
+    } else {                                                                                  \
+      return ::tracetorch::detail::kNotAMember;                                               \
+    }                                                                                         \
+  }(::std::type_identity<Type>{}))
+
+#define TRACETORCH_DETAIL_ASSERT_MEMBER(r, data, field)                                                  \
+  static_assert(TRACETORCH_DETAIL_HAS_MEMBER(BOOST_PP_SEQ_ELEM(1, data), field),                         \
+                BOOST_PP_STRINGIZE(BOOST_PP_SEQ_ELEM(0, data)) "(" BOOST_PP_STRINGIZE(                   \
+                    BOOST_PP_SEQ_ELEM(1, data)) ", ...): " BOOST_PP_STRINGIZE(field) " is not a member of the struct");
+
+#define TRACETORCH_DETAIL_OFFSET_ITEM(r, Type, i, field) \
+  BOOST_PP_COMMA_IF(i) TRACETORCH_DETAIL_FIELD_OFFSET(Type, field)
+
+/// The three checks of `Macro(Type, field...)`: each name a member, every field listed (Boost.PFR
+/// counts them), in declaration order (their offsets grow).
+#define TRACETORCH_DETAIL_CHECK_FIELD_LIST(Macro, Type, ...)                                              \
+  BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_ASSERT_MEMBER, (Macro)(Type), BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),                  \
+                #Macro "(" #Type ", ...) must list every field of the struct");                           \
+  static_assert(::tracetorch::detail::in_declaration_order(                                               \
+                    {BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_OFFSET_ITEM, Type, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))}), \
+                #Macro "(" #Type ", ...) must list the fields in declaration order")
+// ---- end tracetorch/detail/module/field_list.hpp ----
+
+/// Declares a config struct's fields, after the struct in its namespace, in the manner of
+/// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
+/// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
+/// not, every field in order). Checked at compile time, one readable error each: a name that is
+/// not a member, a field left out, fields out of declaration order. With Boost >= 1.84, whose
+/// Boost.PFR names fields, `TRACETORCH_CONFIG(Type)` alone takes the names from the struct
+/// (TRACETORCH_FIELD_NAMES_FROM_PFR says which); Debian 12 has 1.81, where the names are listed.
+#define TRACETORCH_CONFIG(Type, ...) \
+  TRACETORCH_DETAIL_IF_NAMES_LISTED(TRACETORCH_DETAIL_CONFIG_LISTED, TRACETORCH_DETAIL_CONFIG_FROM_PFR, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_CONFIG_FROM_PFR(Type, ...)                                                   \
+  template <class Self, class Visitor>                                                                 \
+    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
+  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
+    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(value, visit);                             \
+  }                                                                                                    \
+  TRACETORCH_DETAIL_ASSERT_PFR_NAMES(TRACETORCH_CONFIG, Type)
+
+#define TRACETORCH_DETAIL_CONFIG_LISTED(Type, ...)                                                     \
+  template <class Self, class Visitor>                                                                 \
+    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
+  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
+    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_CONFIG_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  }                                                                                                    \
+  TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_CONFIG, Type, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_VISIT_CONFIG_FIELD(r, value, field)                     \
+  if constexpr (requires { value.field; }) {                                      \
+    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
+  }
+
+/// Other spellings a config.json may use for fields, as transformers' `attribute_map` (GPT-2's
+/// `hidden_size` for `n_embd`), after TRACETORCH_CONFIG in the struct's namespace:
+/// \code
+/// TRACETORCH_CONFIG_ATTRIBUTE_MAP(GPT2Config, {{"hidden_size", "n_embd"}, {"num_hidden_layers", "n_layer"}});
+/// \endcode
+/// A read takes a field's value from whichever spelling the file has (errors name that key) and
+/// refuses a file that gives both with different values; set_config_field takes both too. A map
+/// entry whose field TRACETORCH_CONFIG does not list, or whose key is a field's own name, is an
+/// Error at the first read.
+#define TRACETORCH_CONFIG_ATTRIBUTE_MAP(Type, ...)                                                     \
+  [[maybe_unused]] constexpr auto tracetorch_config_attribute_map(const Type*) {                       \
+    return ::std::to_array<::tracetorch::ConfigAlias>(__VA_ARGS__);                                    \
+  }                                                                                                    \
+  static_assert(true, "a semicolon follows TRACETORCH_CONFIG_ATTRIBUTE_MAP")
+
+namespace tracetorch {
+
+struct ConfigReport;  // what a read found besides the fields: <tracetorch/config_file.hpp>
+
+/// One entry of TRACETORCH_CONFIG_ATTRIBUTE_MAP: `key`, another spelling of `field`.
+struct ConfigAlias {
+  std::string_view key;
+  std::string_view field;
+};
+
+namespace detail {
+
+/// The name TRACETORCH_CONFIG lists for `field`, a member of `config` found by its address and
+/// type (a nested struct shares its address with its own first member).
+template <class Config, class Field>
+std::string_view config_key_of(const Config& config, const Field& field) {
+  std::string_view key;
+  tracetorch_config(config, [&](std::string_view name, const auto& member) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(member)>, Field>) {
+      if (&member == &field) key = name;
+    }
+  });
+  if (key.empty()) throw Error("tracetorch::check_positive/check_not_negative: an argument is not a field that TRACETORCH_CONFIG lists");
+  return key;
+}
+
+/// The entries of `Config`'s TRACETORCH_CONFIG_ATTRIBUTE_MAP, none where it has no map.
+template <class Config>
+constexpr auto config_attribute_map() noexcept {
+  if constexpr (requires { tracetorch_config_attribute_map(static_cast<const Config*>(nullptr)); }) {
+    return tracetorch_config_attribute_map(static_cast<const Config*>(nullptr));
+  } else {
+    return std::array<ConfigAlias, 0>{};
+  }
+}
+
+/// The value of a field, or nullopt for an optional field that is not set.
+template <class Field>
+auto value_if_set(const Field& field) {
+  if constexpr (requires { field.has_value(); }) {
+    return field;
+  } else {
+    return std::optional<Field>(field);
+  }
+}
+
+}  // namespace detail
+
+/// For a config's validate hook: each of `fields`, members of `config` named once (the key
+/// comes from TRACETORCH_CONFIG's list), must be positive. An integer that is not throws
+/// tracetorch::Error "<where>: <key> is <value>: sizes must be positive"; a floating-point value
+/// that is not finite and > 0, "<where>: <key> must be a finite number > 0". An optional field
+/// that is not set passes.
+/// \code
+/// void LlamaConfig::validate(const std::string& where) const {
+///   tracetorch::check_positive(*this, "llama: " + where, vocab_size, hidden_size, rms_norm_eps);
+/// }
+/// \endcode
+template <class Config, class... Fields>
+void check_positive(const Config& config, const std::string& where, const Fields&... fields) {
+  const auto check = [&](const auto& field) {
+    const std::string key(detail::config_key_of(config, field));  // first: a wrong argument fails every time
+    const auto value = detail::value_if_set(field);
+    if (!value) return;
+    if constexpr (std::is_floating_point_v<std::remove_cvref_t<decltype(*value)>>) {
+      if (!(*value > 0) || !std::isfinite(*value)) throw Error(where + ": " + key + " must be a finite number > 0");
+    } else if (!(*value > 0)) {
+      throw Error(where + ": " + key + " is " + std::to_string(*value) + ": sizes must be positive");
+    }
+  };
+  (check(fields), ...);
+}
+
+/// check_positive's companion for counts that may be zero (num_hidden_layers): "<where>: <key>
+/// is <value>: it must be >= 0".
+template <class Config, class... Fields>
+void check_not_negative(const Config& config, const std::string& where, const Fields&... fields) {
+  const auto check = [&](const auto& field) {
+    const std::string key(detail::config_key_of(config, field));
+    const auto value = detail::value_if_set(field);
+    if (value && *value < 0) throw Error(where + ": " + key + " is " + std::to_string(*value) + ": it must be >= 0");
+  };
+  (check(fields), ...);
+}
+
+}  // namespace tracetorch
+// ---- end tracetorch/config_struct.hpp ----
 // ---- begin tracetorch/detail/config/config_value.hpp ----
 /// \file
 /// One value of a transformers config.json converted to a C++ field (ConfigFile::read): the
@@ -8028,24 +8307,73 @@ void read_config_field(const boost::json::value& value, F& field, const std::str
   }
 }
 
-/// Reads the keys of `object` that `config` declares; lists the others as unknown, in the
-/// file's order (a nested object's unknown keys where that object stands).
+/// Checks `T`'s attribute map against the names TRACETORCH_CONFIG lists (`known`): each entry's
+/// field must be one, and its key must not. A port's mistake, found at its first read.
+template <class T>
+void check_attribute_map(const std::vector<std::string_view>& known, const ConfigReadState& state) {
+  for (const ConfigAlias& alias : config_attribute_map<T>()) {
+    const auto listed = [&](std::string_view name) { return std::find(known.begin(), known.end(), name) != known.end(); };
+    if (!listed(alias.field) || listed(alias.key)) {
+      throw Error("tracetorch: " + state.file + ": TRACETORCH_CONFIG_ATTRIBUTE_MAP maps \"" + std::string(alias.key) +
+                  "\" to \"" + std::string(alias.field) + "\", " +
+                  (listed(alias.key) ? "but \"" + std::string(alias.key) + "\" is a field of its own"
+                                     : "which is not a field TRACETORCH_CONFIG lists"));
+    }
+  }
+}
+
+/// Where `object` holds the field `name`: its own key, or another spelling from `T`'s attribute
+/// map (nullptr where neither). Two spellings with different values are an Error naming both.
+template <class T>
+const boost::json::value* find_config_value(const boost::json::object& object, std::string_view name, std::string& key,
+                                            const std::string& prefix, const ConfigReadState& state) {
+  const boost::json::value* value = object.if_contains(name);
+  key = std::string(name);
+  for (const ConfigAlias& alias : config_attribute_map<T>()) {
+    if (alias.field != name) continue;
+    const boost::json::value* other = object.if_contains(alias.key);
+    if (other == nullptr) continue;
+    if (value != nullptr && *value != *other) {
+      state.fail(prefix + std::string(alias.key), "and \"" + prefix + key + "\" name the same field, with different values (" +
+                                                     boost::json::serialize(*other) + " and " + boost::json::serialize(*value) + ")");
+    }
+    if (value == nullptr) {
+      value = other;
+      key = std::string(alias.key);
+    }
+  }
+  return value;
+}
+
+/// Reads the keys of `object` that `config` declares, under their own names or those of its
+/// attribute map; lists the others as unknown, in the file's order (a nested object's unknown
+/// keys where that object stands).
 template <class T>
 void read_config_object(const boost::json::object& object, T& config, const std::string& prefix, ConfigReadState& state) {
   std::vector<std::string_view> known;
+  std::vector<std::string> read_from;                    // per known name, the key its value came from
   std::vector<std::vector<std::string>> unknown_inside;  // per known name, what its value left unread
   tracetorch_config(config, [&](std::string_view name, auto& field) {
     known.push_back(name);
     unknown_inside.emplace_back();
     ConfigReadState inner{state.file, unknown_inside.back()};
-    if (const boost::json::value* value = object.if_contains(name)) read_config_field(*value, field, prefix + std::string(name), inner);
+    std::string key;
+    const boost::json::value* value = find_config_value<T>(object, name, key, prefix, state);
+    if (value != nullptr) read_config_field(*value, field, prefix + key, inner);
+    read_from.push_back(value != nullptr ? key : std::string());
   });
+  check_attribute_map<T>(known, state);
+  constexpr auto aliases = config_attribute_map<T>();
   for (const auto& entry : object) {
-    const auto found = std::find(known.begin(), known.end(), entry.key());
+    std::string_view name = entry.key();
+    for (const ConfigAlias& alias : aliases) {
+      if (alias.key == name) name = alias.field;
+    }
+    const auto found = std::find(known.begin(), known.end(), name);
     if (found == known.end()) {
       state.unknown_keys.push_back(prefix + std::string(entry.key()));
-    } else {
-      const auto& inside = unknown_inside[static_cast<std::size_t>(found - known.begin())];
+    } else if (const auto index = static_cast<std::size_t>(found - known.begin()); read_from[index] == entry.key()) {
+      const auto& inside = unknown_inside[index];
       state.unknown_keys.insert(state.unknown_keys.end(), inside.begin(), inside.end());
     }
   }
@@ -8094,7 +8422,10 @@ template <class T>
 void set_config_field_at(T& config, std::string_view key, const boost::json::value& value, const std::string& full_key,
                          ConfigReadState& state) {
   const auto dot = key.find('.');
-  const std::string_view head = key.substr(0, dot);
+  std::string_view head = key.substr(0, dot);
+  for (const ConfigAlias& alias : config_attribute_map<T>()) {
+    if (alias.key == head) head = alias.field;
+  }
   bool found = false;
   std::string names;
   tracetorch_config(config, [&](std::string_view name, auto& field) {
@@ -8170,251 +8501,6 @@ inline boost::json::value parse_python_literal_as_json(std::string_view text) {
 
 }  // namespace tracetorch::detail
 // ---- end tracetorch/detail/config/python_literal.hpp ----
-// ---- begin tracetorch/config_struct.hpp ----
-/// \file
-/// `TRACETORCH_CONFIG(Type, field...)` alone: what a model header needs to declare its config
-/// struct's fields, without the reading (Boost.JSON, files: <tracetorch/config_file.hpp>, which
-/// includes this). A port's io file includes config_file.hpp and reads with load_config.
-///
-/// \code
-/// struct VisionConfig {
-///   std::int64_t hidden_size = 768;
-///   std::int64_t num_hidden_layers = 12;
-/// };
-/// TRACETORCH_CONFIG(VisionConfig, hidden_size, num_hidden_layers);
-/// \endcode
-
-#include <cmath>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <type_traits>
-
-// ---- begin tracetorch/detail/module/field_list.hpp ----
-/// \file
-/// Compile-time checks that a macro's list of field names (TRACETORCH_KEYWORDS, TRACETORCH_CONFIG)
-/// agrees with the struct: each name a member, every member listed, in declaration order. Each
-/// check is one static_assert with one readable line, and the checks never cascade: a name that
-/// is not a member is tested in a dependent context, so it fails only its own assertion.
-///
-/// Where Boost.PFR can name fields itself (Boost >= 1.84, `boost::pfr::get_name`), the macros
-/// also take the type alone, `TRACETORCH_CONFIG(Type)`: the names then come from the struct, so
-/// there is no list to check. With an older Boost that form is one static_assert.
-
-#include <boost/pfr/core.hpp>
-#if __has_include(<boost/pfr/core_name.hpp>)
-#include <boost/pfr/core_name.hpp>
-#endif
-#include <boost/preprocessor/control/iif.hpp>
-#include <boost/preprocessor/facilities/check_empty.hpp>
-#include <boost/preprocessor/punctuation/comma_if.hpp>
-#include <boost/preprocessor/seq/elem.hpp>
-#include <boost/preprocessor/seq/for_each.hpp>
-#include <boost/preprocessor/seq/for_each_i.hpp>
-#include <boost/preprocessor/stringize.hpp>
-#include <boost/preprocessor/variadic/size.hpp>
-#include <boost/preprocessor/variadic/to_seq.hpp>
-
-#include <cstddef>
-#include <initializer_list>
-#include <limits>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-
-/// 1 where Boost.PFR names fields (Boost >= 1.84 in C++20): TRACETORCH_KEYWORDS(Type) and
-/// TRACETORCH_CONFIG(Type) may then leave the field names out.
-#if defined(BOOST_PFR_CORE_NAME_ENABLED) && BOOST_PFR_CORE_NAME_ENABLED
-#define TRACETORCH_FIELD_NAMES_FROM_PFR 1
-#else
-#define TRACETORCH_FIELD_NAMES_FROM_PFR 0
-#endif
-
-namespace tracetorch::detail {
-
-/// `T`, spelled so that the compiler treats it as depending on `D`: member access through it is
-/// checked only when a template using it is instantiated.
-template <class T, class D>
-struct dependent_type {
-  using type = T;
-};
-template <class T, class D>
-using dependent_type_t = typename dependent_type<T, D>::type;
-
-/// What field_offset gives for a listed name that is not a member (its own assertion reports it).
-inline constexpr std::size_t kNotAMember = std::numeric_limits<std::size_t>::max();
-
-/// True when the offsets of the listed members grow: the list follows declaration order.
-constexpr bool in_declaration_order(std::initializer_list<std::size_t> offsets) {
-  std::size_t previous = 0;
-  bool first = true;
-  for (const std::size_t offset : offsets) {
-    if (offset == kNotAMember) continue;
-    if (!first && offset <= previous) return false;
-    previous = offset;
-    first = false;
-  }
-  return true;
-}
-
-/// `visit(name, field)` for every field of `value` (a `Type`, const or not), in declaration
-/// order, the names from Boost.PFR.
-template <class Type, class Self, class Visit>
-void for_each_field_named_by_pfr(Self& value, Visit&& visit) {
-#if TRACETORCH_FIELD_NAMES_FROM_PFR
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (visit(std::string_view(::boost::pfr::get_name<I, Type>()), ::boost::pfr::get<I>(value)), ...);
-  }(std::make_index_sequence<::boost::pfr::tuple_size_v<Type>>{});
-#endif  // else the macro's own static_assert has failed: no second error here
-}
-
-}  // namespace tracetorch::detail
-
-/// `Listed(Type, names...)` where names follow the type, else `Unlisted(Type)`.
-#define TRACETORCH_DETAIL_IF_NAMES_LISTED(Listed, Unlisted, Type, ...) \
-  BOOST_PP_IIF(BOOST_PP_CHECK_EMPTY(__VA_ARGS__), Unlisted, Listed)(Type, __VA_ARGS__)
-
-/// The one error of `Macro(Type)` where Boost.PFR cannot name fields.
-#define TRACETORCH_DETAIL_ASSERT_PFR_NAMES(Macro, Type)                                    \
-  static_assert(TRACETORCH_FIELD_NAMES_FROM_PFR, #Macro "(" #Type ") without field names needs Boost >= 1.84 " \
-                "(Boost.PFR names fields); list them: " #Macro "(" #Type ", field, ...)")
-
-/// Whether `Type` has a member `field`, without an error when it has not.
-#define TRACETORCH_DETAIL_HAS_MEMBER(Type, field) \
-  (::std::is_invocable_v<decltype([](auto& object) -> decltype((void)object.field) {}), Type&>)
-
-/// The offset of member `field` in `Type`, or kNotAMember. offsetof is conditionally supported
-/// for types that are not standard-layout; GCC and Clang support it and warn, hence the pragmas.
-#define TRACETORCH_DETAIL_FIELD_OFFSET(Type, field)                                           \
-  ([]<class U>(::std::type_identity<U>) constexpr -> ::std::size_t {                          \
-    if constexpr (requires(U& object) { object.field; }) {                                    \
-      _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Winvalid-offsetof\"") \
-      return offsetof(U, field);                                                              \
-      _Pragma("GCC diagnostic pop")                                                           \
-    } else {                                                                                  \
-      return ::tracetorch::detail::kNotAMember;                                               \
-    }                                                                                         \
-  }(::std::type_identity<Type>{}))
-
-#define TRACETORCH_DETAIL_ASSERT_MEMBER(r, data, field)                                                  \
-  static_assert(TRACETORCH_DETAIL_HAS_MEMBER(BOOST_PP_SEQ_ELEM(1, data), field),                         \
-                BOOST_PP_STRINGIZE(BOOST_PP_SEQ_ELEM(0, data)) "(" BOOST_PP_STRINGIZE(                   \
-                    BOOST_PP_SEQ_ELEM(1, data)) ", ...): " BOOST_PP_STRINGIZE(field) " is not a member of the struct");
-
-#define TRACETORCH_DETAIL_OFFSET_ITEM(r, Type, i, field) \
-  BOOST_PP_COMMA_IF(i) TRACETORCH_DETAIL_FIELD_OFFSET(Type, field)
-
-/// The three checks of `Macro(Type, field...)`: each name a member, every field listed (Boost.PFR
-/// counts them), in declaration order (their offsets grow).
-#define TRACETORCH_DETAIL_CHECK_FIELD_LIST(Macro, Type, ...)                                              \
-  BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_ASSERT_MEMBER, (Macro)(Type), BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
-  static_assert(::boost::pfr::tuple_size_v<Type> == BOOST_PP_VARIADIC_SIZE(__VA_ARGS__),                  \
-                #Macro "(" #Type ", ...) must list every field of the struct");                           \
-  static_assert(::tracetorch::detail::in_declaration_order(                                               \
-                    {BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_OFFSET_ITEM, Type, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))}), \
-                #Macro "(" #Type ", ...) must list the fields in declaration order")
-// ---- end tracetorch/detail/module/field_list.hpp ----
-
-/// Declares a config struct's fields, after the struct in its namespace, in the manner of
-/// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
-/// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
-/// not, every field in order). Checked at compile time, one readable error each: a name that is
-/// not a member, a field left out, fields out of declaration order. With Boost >= 1.84, whose
-/// Boost.PFR names fields, `TRACETORCH_CONFIG(Type)` alone takes the names from the struct
-/// (TRACETORCH_FIELD_NAMES_FROM_PFR says which); Debian 12 has 1.81, where the names are listed.
-#define TRACETORCH_CONFIG(Type, ...) \
-  TRACETORCH_DETAIL_IF_NAMES_LISTED(TRACETORCH_DETAIL_CONFIG_LISTED, TRACETORCH_DETAIL_CONFIG_FROM_PFR, Type, __VA_ARGS__)
-
-#define TRACETORCH_DETAIL_CONFIG_FROM_PFR(Type, ...)                                                   \
-  template <class Self, class Visitor>                                                                 \
-    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
-  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
-    ::tracetorch::detail::for_each_field_named_by_pfr<Type>(value, visit);                             \
-  }                                                                                                    \
-  TRACETORCH_DETAIL_ASSERT_PFR_NAMES(TRACETORCH_CONFIG, Type)
-
-#define TRACETORCH_DETAIL_CONFIG_LISTED(Type, ...)                                                     \
-  template <class Self, class Visitor>                                                                 \
-    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
-  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
-    BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_CONFIG_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
-  }                                                                                                    \
-  TRACETORCH_DETAIL_CHECK_FIELD_LIST(TRACETORCH_CONFIG, Type, __VA_ARGS__)
-
-#define TRACETORCH_DETAIL_VISIT_CONFIG_FIELD(r, value, field)                     \
-  if constexpr (requires { value.field; }) {                                      \
-    visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
-  }
-
-namespace tracetorch {
-
-namespace detail {
-
-/// The name TRACETORCH_CONFIG lists for `field`, a member of `config` found by its address and
-/// type (a nested struct shares its address with its own first member).
-template <class Config, class Field>
-std::string_view config_key_of(const Config& config, const Field& field) {
-  std::string_view key;
-  tracetorch_config(config, [&](std::string_view name, const auto& member) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(member)>, Field>) {
-      if (&member == &field) key = name;
-    }
-  });
-  if (key.empty()) throw Error("tracetorch::check_positive/check_not_negative: an argument is not a field that TRACETORCH_CONFIG lists");
-  return key;
-}
-
-/// The value of a field, or nullopt for an optional field that is not set.
-template <class Field>
-auto value_if_set(const Field& field) {
-  if constexpr (requires { field.has_value(); }) {
-    return field;
-  } else {
-    return std::optional<Field>(field);
-  }
-}
-
-}  // namespace detail
-
-/// For a config's validate hook: each of `fields`, members of `config` named once (the key
-/// comes from TRACETORCH_CONFIG's list), must be positive. An integer that is not throws
-/// tracetorch::Error "<where>: <key> is <value>: sizes must be positive"; a floating-point value
-/// that is not finite and > 0, "<where>: <key> must be a finite number > 0". An optional field
-/// that is not set passes.
-/// \code
-/// void LlamaConfig::validate(const std::string& where) const {
-///   tracetorch::check_positive(*this, "llama: " + where, vocab_size, hidden_size, rms_norm_eps);
-/// }
-/// \endcode
-template <class Config, class... Fields>
-void check_positive(const Config& config, const std::string& where, const Fields&... fields) {
-  const auto check = [&](const auto& field) {
-    const std::string key(detail::config_key_of(config, field));  // first: a wrong argument fails every time
-    const auto value = detail::value_if_set(field);
-    if (!value) return;
-    if constexpr (std::is_floating_point_v<std::remove_cvref_t<decltype(*value)>>) {
-      if (!(*value > 0) || !std::isfinite(*value)) throw Error(where + ": " + key + " must be a finite number > 0");
-    } else if (!(*value > 0)) {
-      throw Error(where + ": " + key + " is " + std::to_string(*value) + ": sizes must be positive");
-    }
-  };
-  (check(fields), ...);
-}
-
-/// check_positive's companion for counts that may be zero (num_hidden_layers): "<where>: <key>
-/// is <value>: it must be >= 0".
-template <class Config, class... Fields>
-void check_not_negative(const Config& config, const std::string& where, const Fields&... fields) {
-  const auto check = [&](const auto& field) {
-    const std::string key(detail::config_key_of(config, field));
-    const auto value = detail::value_if_set(field);
-    if (value && *value < 0) throw Error(where + ": " + key + " is " + std::to_string(*value) + ": it must be >= 0");
-  };
-  (check(fields), ...);
-}
-
-}  // namespace tracetorch
-// ---- end tracetorch/config_struct.hpp ----
 
 namespace tracetorch {
 
@@ -8511,12 +8597,29 @@ struct ConfigReport {
   }
 };
 
+/// Whether `full_key` is a key of transformers' configs that no model's forward reads, at any
+/// depth (`vision_config.model_type`): its bookkeeping (`architectures`, `model_type`, `dtype`,
+/// `torch_dtype`, `transformers_version`, `_name_or_path`), and what only generate() and weight
+/// initialization read (`bos_token_id`, `eos_token_id`, `initializer_range`).
+inline bool is_upstream_key_no_forward_reads(std::string_view full_key) noexcept {
+  const auto dot = full_key.rfind('.');
+  const std::string_view name = dot == std::string_view::npos ? full_key : full_key.substr(dot + 1);
+  for (const std::string_view key : {"architectures", "model_type", "dtype", "torch_dtype", "transformers_version",
+                                     "_name_or_path", "bos_token_id", "eos_token_id", "initializer_range"}) {
+    if (name == key) return true;
+  }
+  return false;
+}
+
 /// How read_config treats keys no field takes.
 struct ConfigReadOptions {
   /// Throw Error (ConfigReport::describe's text) instead of reporting them.
   bool refuse_unknown_keys = false;
   /// Full keys the port leaves unread on purpose: neither reported nor refused.
   std::vector<std::string> ignored_keys = {};
+  /// Report (or refuse) the keys no forward reads too (is_upstream_key_no_forward_reads), which a
+  /// read otherwise leaves out, so that a report lists only keys a port could have missed.
+  bool report_keys_no_forward_reads = false;
 };
 
 /// Calls `config.validate(where)` where the struct has it (`void validate(const std::string&)
@@ -8541,7 +8644,8 @@ ConfigReport read_config(const ConfigFile& file, Config& config, const ConfigRea
   Config read = config;
   detail::read_config_object(file.object(), read, "", state);
   std::erase_if(report.unknown_keys, [&](const std::string& key) {
-    return std::find(options.ignored_keys.begin(), options.ignored_keys.end(), key) != options.ignored_keys.end();
+    return std::find(options.ignored_keys.begin(), options.ignored_keys.end(), key) != options.ignored_keys.end() ||
+           (!options.report_keys_no_forward_reads && is_upstream_key_no_forward_reads(key));
   });
   if (options.refuse_unknown_keys && !report.unknown_keys.empty()) throw Error("tracetorch: " + report.describe(file.name()));
   validate_config(read, file.name());

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "tracetorch/config_struct.hpp"
 #include "tracetorch/error.hpp"
 #include "tracetorch/detail/config/config_value.hpp"
 
@@ -112,24 +113,73 @@ void read_config_field(const boost::json::value& value, F& field, const std::str
   }
 }
 
-/// Reads the keys of `object` that `config` declares; lists the others as unknown, in the
-/// file's order (a nested object's unknown keys where that object stands).
+/// Checks `T`'s attribute map against the names TRACETORCH_CONFIG lists (`known`): each entry's
+/// field must be one, and its key must not. A port's mistake, found at its first read.
+template <class T>
+void check_attribute_map(const std::vector<std::string_view>& known, const ConfigReadState& state) {
+  for (const ConfigAlias& alias : config_attribute_map<T>()) {
+    const auto listed = [&](std::string_view name) { return std::find(known.begin(), known.end(), name) != known.end(); };
+    if (!listed(alias.field) || listed(alias.key)) {
+      throw Error("tracetorch: " + state.file + ": TRACETORCH_CONFIG_ATTRIBUTE_MAP maps \"" + std::string(alias.key) +
+                  "\" to \"" + std::string(alias.field) + "\", " +
+                  (listed(alias.key) ? "but \"" + std::string(alias.key) + "\" is a field of its own"
+                                     : "which is not a field TRACETORCH_CONFIG lists"));
+    }
+  }
+}
+
+/// Where `object` holds the field `name`: its own key, or another spelling from `T`'s attribute
+/// map (nullptr where neither). Two spellings with different values are an Error naming both.
+template <class T>
+const boost::json::value* find_config_value(const boost::json::object& object, std::string_view name, std::string& key,
+                                            const std::string& prefix, const ConfigReadState& state) {
+  const boost::json::value* value = object.if_contains(name);
+  key = std::string(name);
+  for (const ConfigAlias& alias : config_attribute_map<T>()) {
+    if (alias.field != name) continue;
+    const boost::json::value* other = object.if_contains(alias.key);
+    if (other == nullptr) continue;
+    if (value != nullptr && *value != *other) {
+      state.fail(prefix + std::string(alias.key), "and \"" + prefix + key + "\" name the same field, with different values (" +
+                                                     boost::json::serialize(*other) + " and " + boost::json::serialize(*value) + ")");
+    }
+    if (value == nullptr) {
+      value = other;
+      key = std::string(alias.key);
+    }
+  }
+  return value;
+}
+
+/// Reads the keys of `object` that `config` declares, under their own names or those of its
+/// attribute map; lists the others as unknown, in the file's order (a nested object's unknown
+/// keys where that object stands).
 template <class T>
 void read_config_object(const boost::json::object& object, T& config, const std::string& prefix, ConfigReadState& state) {
   std::vector<std::string_view> known;
+  std::vector<std::string> read_from;                    // per known name, the key its value came from
   std::vector<std::vector<std::string>> unknown_inside;  // per known name, what its value left unread
   tracetorch_config(config, [&](std::string_view name, auto& field) {
     known.push_back(name);
     unknown_inside.emplace_back();
     ConfigReadState inner{state.file, unknown_inside.back()};
-    if (const boost::json::value* value = object.if_contains(name)) read_config_field(*value, field, prefix + std::string(name), inner);
+    std::string key;
+    const boost::json::value* value = find_config_value<T>(object, name, key, prefix, state);
+    if (value != nullptr) read_config_field(*value, field, prefix + key, inner);
+    read_from.push_back(value != nullptr ? key : std::string());
   });
+  check_attribute_map<T>(known, state);
+  constexpr auto aliases = config_attribute_map<T>();
   for (const auto& entry : object) {
-    const auto found = std::find(known.begin(), known.end(), entry.key());
+    std::string_view name = entry.key();
+    for (const ConfigAlias& alias : aliases) {
+      if (alias.key == name) name = alias.field;
+    }
+    const auto found = std::find(known.begin(), known.end(), name);
     if (found == known.end()) {
       state.unknown_keys.push_back(prefix + std::string(entry.key()));
-    } else {
-      const auto& inside = unknown_inside[static_cast<std::size_t>(found - known.begin())];
+    } else if (const auto index = static_cast<std::size_t>(found - known.begin()); read_from[index] == entry.key()) {
+      const auto& inside = unknown_inside[index];
       state.unknown_keys.insert(state.unknown_keys.end(), inside.begin(), inside.end());
     }
   }
@@ -178,7 +228,10 @@ template <class T>
 void set_config_field_at(T& config, std::string_view key, const boost::json::value& value, const std::string& full_key,
                          ConfigReadState& state) {
   const auto dot = key.find('.');
-  const std::string_view head = key.substr(0, dot);
+  std::string_view head = key.substr(0, dot);
+  for (const ConfigAlias& alias : config_attribute_map<T>()) {
+    if (alias.key == head) head = alias.field;
+  }
   bool found = false;
   std::string names;
   tracetorch_config(config, [&](std::string_view name, auto& field) {

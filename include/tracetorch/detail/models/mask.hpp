@@ -32,7 +32,7 @@ inline double finfo_min(c10::ScalarType dtype) {
 inline torch::Tensor padding_over_keys(const torch::Tensor& attention_mask, std::int64_t batch, const torch::Tensor& kv_index) {
   if (attention_mask.dim() != 2 || attention_mask.size(0) != batch) {
     throw Error("create_causal_mask: attention_mask must be [batch = " + std::to_string(batch) + ", kv] of 1/0, got " +
-                std::to_string(attention_mask.dim()) + " dimensions");
+                c10::str(attention_mask.sizes()));
   }
   auto mask = attention_mask.to(torch::kBool);
   const auto needed = kv_index.numel() == 0 ? 0 : kv_index.max().item<std::int64_t>() + 1;

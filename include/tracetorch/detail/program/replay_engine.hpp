@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tracetorch/detail/module/attachments.hpp"
+#include "tracetorch/detail/program/exception_message.hpp"
 #include "tracetorch/detail/program/replay_compare.hpp"
 #include "tracetorch/detail/program/replay_observer.hpp"
 #include "tracetorch/replay/types.hpp"
@@ -96,7 +97,7 @@ inline void replay_one_call(const Trace& ref, std::size_t index, TracedModuleBas
     out.hint = e.hint;
   } catch (const std::exception& e) {
     out.status = ReplayStatus::not_replayable;
-    out.reason = std::string("the forward threw on the recorded inputs: ") + e.what();
+    out.reason = "the forward threw on the recorded inputs: " + std::string(exception_message(e));
   }
 }
 
