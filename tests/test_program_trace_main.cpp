@@ -84,7 +84,8 @@ DOCTEST_TEST_CASE("every trace program says which keys of --config no field take
       {TRACETORCH_GEMMA_TRACE, data / "gemma" / "config.json", ""},
       {TRACETORCH_GPT2_TRACE, data / "gpt2" / "config.json", " --seq 5"},
       {TRACETORCH_LLAVA_TRACE, data / "llava" / "config.json", ""},
-      {TRACETORCH_QWEN2_MOE_TRACE, data / "qwen2_moe" / "config.json", ""}};
+      {TRACETORCH_QWEN2_MOE_TRACE, data / "qwen2_moe" / "config.json", ""},
+      {TRACETORCH_QWEN3_TRACE, data / "qwen3" / "config.json", ""}};
   for (const auto& [program, config, extra] : programs) {
     const std::string name = std::filesystem::path(program).filename().string();
     DOCTEST_INFO(name);
@@ -160,6 +161,42 @@ DOCTEST_TEST_CASE("a flag that names a file refuses an empty value, naming the f
   DOCTEST_CHECK(result.exit_code == 2);
   DOCTEST_CHECK(result.output.find("--safetensors takes no value") != std::string::npos);
   DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+DOCTEST_TEST_CASE("--set: a config field as a Python literal after --config, checked again; an unknown key, a wrong type or a bad size refused by name") {
+  using namespace program_trace_main_test;
+  tracetorch_test::TempDir dir;
+  const auto llama = tracetorch_test::tiny_llama_dir();
+  const std::string base = "--config " + in(llama, "config.json") + " --input-ids " + in(llama, "input_ids.safetensors") +
+                           " --debug-path " + (dir / "out").string();
+  const auto smaller = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, base + " --set num_hidden_layers=1 --set rms_norm_eps=1e-5");
+  DOCTEST_INFO(smaller.output);
+  DOCTEST_REQUIRE(smaller.exit_code == 0);
+  DOCTEST_CHECK(tracetorch_test::contains(smaller.output, "traced LlamaModel (1 layers, hidden 64)"));
+  const auto modules = tracetorch_test::module_paths(tracetorch_test::read_json(dir / "out" / "LlamaModel_debug_tree_SUMMARY.json"));
+  DOCTEST_CHECK(std::count(modules.begin(), modules.end(), "LlamaModel.layers.0") == 1);
+  DOCTEST_CHECK(std::count(modules.begin(), modules.end(), "LlamaModel.layers.1") == 0);
+
+  const auto refused = [&](const std::string& set, const std::string& message) {
+    const auto result = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, base + " --set " + set);
+    DOCTEST_INFO(result.output);
+    DOCTEST_CHECK(result.exit_code == 1);
+    DOCTEST_CHECK(tracetorch_test::contains(result.output, message));
+  };
+  refused("num_hiden_layers=1", "llama_trace: error: tracetorch: --set: \"num_hiden_layers\" names no field (known here: vocab_size, ");
+  refused("hidden_size=True", "llama_trace: error: tracetorch: --set: \"hidden_size\" must be an integer");
+  refused("hidden_size=0", "llama_trace: error: llama: " + in(llama, "config.json") + " with --set: hidden_size is 0: sizes must be positive");
+  refused("hidden_act=\\'gelu\\'", "hidden_act \"gelu\" is not ported");
+  const auto malformed = tracetorch_test::run_program(TRACETORCH_LLAMA_TRACE, base + " --set num_hidden_layers");
+  DOCTEST_CHECK(malformed.exit_code == 2);
+  DOCTEST_CHECK(tracetorch_test::contains(malformed.output, "--set needs KEY=VALUE (a config field and a Python literal), got 'num_hidden_layers'"));
+
+  // An attribute map's spelling: GPT-2's hidden_size is n_embd.
+  const auto gpt2 = tracetorch_test::run_program(TRACETORCH_GPT2_TRACE, "--set hidden_size=16 --set n_layer=1 --set n_head=2 --seq 5 "
+                                                                        "--set vocab_size=50 --debug-path " + (dir / "gpt2").string());
+  DOCTEST_INFO(gpt2.output);
+  DOCTEST_CHECK(gpt2.exit_code == 0);
+  DOCTEST_CHECK(tracetorch_test::contains(gpt2.output, "traced GPT2Model (1 layers, hidden 16)"));
 }
 
 DOCTEST_TEST_CASE("a port's forward that fails says so in one line, without LibTorch's backtrace; GPT-2's positions past n_positions are named") {

@@ -27,8 +27,7 @@ bool given(const tracetorch::Keyword<torch::Tensor>& keyword) { return keyword.h
 }  // namespace
 
 GemmaConfig GemmaConfig::from_json_file(const std::filesystem::path& path, tracetorch::ConfigReport* report) {
-  // tie_word_embeddings ties GemmaForCausalLM's head, which the port (GemmaModel) does not have.
-  return tracetorch::load_config<GemmaConfig>(path, report, {.ignored_keys = {"tie_word_embeddings"}});
+  return tracetorch::load_config<GemmaConfig>(path, report);
 }
 
 void GemmaConfig::validate(const std::string& where) const {

@@ -15,7 +15,9 @@
 /// \endcode
 ///
 /// The program takes `--config` (read by `Config::from_json_file`; where that also takes a
-/// `tracetorch::ConfigReport*`, the file's keys no field takes are one line on stderr), `--weights` (a file, folder or
+/// `tracetorch::ConfigReport*`, the file's keys no field takes are one line on stderr), `--set
+/// KEY=VALUE` (a config field as a Python literal, set after --config and checked again by the
+/// port's validate hook; the config struct must be declared with TRACETORCH_CONFIG), `--weights` (a file, folder or
 /// sharded index, through tracetorch::checkpoint::load), `--debug-path`, `--safetensors`,
 /// `--no-prune-layers`, `--shared-call-files` (DebuggerOptions::repeated_call_files = shared), `--input-ids` (else random ids from `--batch`, `--seq`, `--seed`),
 /// `--inputs FILE.safetensors` (each tensor passed as the keyword of its name), `--call KEY=VALUE`

@@ -8599,13 +8599,15 @@ struct ConfigReport {
 
 /// Whether `full_key` is a key of transformers' configs that no model's forward reads, at any
 /// depth (`vision_config.model_type`): its bookkeeping (`architectures`, `model_type`, `dtype`,
-/// `torch_dtype`, `transformers_version`, `_name_or_path`), and what only generate() and weight
-/// initialization read (`bos_token_id`, `eos_token_id`, `initializer_range`).
+/// `torch_dtype`, `transformers_version`, `_name_or_path`), and what only generate(), weight
+/// initialization and tying read (`bos_token_id`, `eos_token_id`, `initializer_range`,
+/// `tie_word_embeddings`).
 inline bool is_upstream_key_no_forward_reads(std::string_view full_key) noexcept {
   const auto dot = full_key.rfind('.');
   const std::string_view name = dot == std::string_view::npos ? full_key : full_key.substr(dot + 1);
   for (const std::string_view key : {"architectures", "model_type", "dtype", "torch_dtype", "transformers_version",
-                                     "_name_or_path", "bos_token_id", "eos_token_id", "initializer_range"}) {
+                                     "_name_or_path", "bos_token_id", "eos_token_id", "initializer_range",
+                                     "tie_word_embeddings"}) {
     if (name == key) return true;
   }
   return false;

@@ -30,6 +30,8 @@ struct TraceArguments {
   std::optional<std::filesystem::path> dump_captured;
   /// --call KEY=VALUE, in the order given: (key, the Python literal's text).
   std::vector<std::pair<std::string, std::string>> calls;
+  /// --set KEY=VALUE, config fields set after --config is read, in the order given.
+  std::vector<std::pair<std::string, std::string>> config_fields;
   bool find_nonfinite = false;
   std::optional<std::filesystem::path> replay, replay_json, replay_html, replay_accept;
   /// Not a flag: the rank the debugger records as (a tensor-parallel rank records as its own
@@ -44,13 +46,17 @@ inline std::string trace_usage(std::string_view program, std::string_view root, 
   const std::string p(program), pad(program.size(), ' ');
   std::string text =
       "usage: " + p + " [--config config.json] [--weights CHECKPOINT] [--input-ids input_ids.safetensors]\n" +
-      "       " + pad + " [--inputs inputs.safetensors] [--call KEY=VALUE]... [--batch B] [--seq S] [--seed N]\n" +
+      "       " + pad + " [--set KEY=VALUE]... [--inputs inputs.safetensors] [--call KEY=VALUE]...\n" +
+      "       " + pad + " [--batch B] [--seq S] [--seed N]\n" +
       "       " + pad + " --debug-path DIR [--no-prune-layers] [--safetensors] [--shared-call-files] [--find-nonfinite]\n" +
       "       " + pad + " [--output-hidden-states] [--output-attentions] [--dump-captured DIR]\n" +
       "       " + p + " [--config ...] [--weights ...] --replay REF_TRACE_DIR [--json REPORT.json] [--html REPORT.html]\n\n";
   text += "Runs " + std::string(about) + " under tracetorch's model addition debugger\nand writes DIR/" + std::string(root) +
           "_debug_tree_SUMMARY.json and _FULL_TENSORS.json.\n";
   text += "  --config           transformers config JSON (default: " + std::string(config_default) + ")\n";
+  text +=
+      "  --set KEY=VALUE    a config field as a Python literal, set after --config (num_hidden_layers=2,\n"
+      "                     vision_config.hidden_size=32, rope_scaling=None); repeatable\n";
   text +=
       "  --weights          transformers checkpoint: model.safetensors, a sharded index .json, or their\n"
       "                     folder (default: seeded random init)\n"
@@ -76,11 +82,12 @@ inline std::string trace_usage(std::string_view program, std::string_view root, 
   return text;
 }
 
-/// "KEY=VALUE" of --call; UsageError without the `=` or the key.
-inline std::pair<std::string, std::string> split_call_argument(const std::string& text) {
+/// "KEY=VALUE" of --call and --set; UsageError without the `=` or the key.
+inline std::pair<std::string, std::string> split_call_argument(const std::string& flag, const std::string& text) {
   const auto equals = text.find('=');
   if (equals == std::string::npos || equals == 0) {
-    throw command_line::UsageError("--call needs KEY=VALUE (a keyword and a Python literal), got '" + text + "'");
+    throw command_line::UsageError(flag + " needs KEY=VALUE (" + (flag == "--set" ? "a config field" : "a keyword") +
+                                   " and a Python literal), got '" + text + "'");
   }
   return {text.substr(0, equals), text.substr(equals + 1)};
 }
@@ -130,7 +137,9 @@ inline bool read_trace_flag(command_line::ArgumentReader& arg, TraceArguments& a
     return true;
   }
   if (flag == "--call") {
-    args.calls.push_back(split_call_argument(arg.value()));
+    args.calls.push_back(split_call_argument(flag, arg.value()));
+  } else if (flag == "--set") {
+    args.config_fields.push_back(split_call_argument(flag, arg.value()));
   } else if (flag == "--batch") {
     args.batch = parse_number<std::int64_t>(flag, arg.value(), 1);
   } else if (flag == "--seq") {

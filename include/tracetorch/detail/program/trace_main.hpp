@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tracetorch/checkpoint/options.hpp"
 #include "tracetorch/config_file.hpp"
@@ -69,6 +70,30 @@ Config read_program_config(const std::string& program, const std::filesystem::pa
     return config;
   } else {
     return Config::from_json_file(path);
+  }
+}
+
+/// --set KEY=VALUE on the config read: each field by its full key (an attribute map's spelling
+/// too) from a Python literal, then the port's validate hook again. An unknown key, a wrong type
+/// or a failed check is an Error naming "--set" and the key; the config is left unchanged.
+template <class Config>
+void set_program_config_fields(Config& config, const TraceArguments& args) {
+  if (args.config_fields.empty()) return;
+  if constexpr (is_config_struct<Config>) {
+    const std::string where = (args.config ? args.config->string() : std::string("the built-in config")) + " with --set";
+    const std::string flag = "--set";
+    Config changed = config;
+    std::vector<std::string> unused;
+    ConfigReadState state{flag, unused};
+    for (const auto& [key, literal] : args.config_fields) {
+      set_config_field_at(changed, key, parse_python_literal_as_json(literal), key, state);
+    }
+    validate_config(std::as_const(changed), where);
+    // A hook that derives fields (Qwen3's layer_types) is not const: validate_config cannot call it.
+    if constexpr (!requires(const Config& c) { c.validate(where); } && requires { changed.validate(where); }) changed.validate(where);
+    config = std::move(changed);
+  } else {
+    throw Error("--set needs a config struct declared with TRACETORCH_CONFIG");
   }
 }
 
@@ -145,7 +170,8 @@ int run_trace_program(ParsedTraceProgram<Model>& parsed, const TraceProgramSetti
       return 0;
     }
     // Everything read and checked before the model is built: a bad size or id is one line, no allocation.
-    const Config config = args.config ? read_program_config<Config>(settings.program, *args.config) : Config{};
+    Config config = args.config ? read_program_config<Config>(settings.program, *args.config) : Config{};
+    set_program_config_fields(config, args);
     torch::Tensor input_ids;
     if (args.input_ids) input_ids = read_input_ids(settings.program, *args.input_ids, config_vocab_size(config));
     if (!args.replay) {
