@@ -10,6 +10,7 @@
 #include "diff_helpers.hpp"
 #include "llama/llama.hpp"
 
+#include <algorithm>
 #include <functional>
 
 // A named namespace around the file: its using-declarations stay apart from the `contains` and
@@ -93,6 +94,27 @@ DOCTEST_TEST_CASE("the C++ port's trace matches the Python reference trace, tens
   DOCTEST_CHECK(result.output.find("no divergence") != std::string::npos);
   DOCTEST_CHECK(result.output.find("\r") == std::string::npos);  // no progress line into a pipe
 #endif
+}
+
+DOCTEST_TEST_CASE("traces of two different roots: one note says so and names the rename that would align them") {
+  // The Gemma fixture against the Llama one: nothing aligns, and the note says why in one line.
+  const auto gemma = tracetorch_test::data_dir() / "gemma" / "trace_repr";
+  const auto report = tracetorch::diff_traces(gemma, tiny() / "trace_repr");
+  const std::string note = "the roots differ: GemmaModel in the reference, LlamaModel in the candidate, so no module path is "
+                           "shared; if they are one model under two names, a rename aligns them (tracetorch-diff --map "
+                           "'GemmaModel=>LlamaModel')";
+  DOCTEST_CHECK(std::count(report.notes.begin(), report.notes.end(), note) == 1);
+  DOCTEST_CHECK(contains(report.text(), note));
+  // With the rename, the roots are one: no such note (the two models still differ in their layers).
+  tracetorch::DiffOptions options;
+  options.renames.push_back(tracetorch::PathRename::parse("GemmaModel=>LlamaModel"));
+  const auto renamed = tracetorch::diff_traces(gemma, tiny() / "trace_repr", options);
+  DOCTEST_CHECK(std::none_of(renamed.notes.begin(), renamed.notes.end(),
+                             [](const std::string& n) { return n.starts_with("the roots differ"); }));
+  // The same model: no such note either.
+  const auto same = tracetorch::diff_traces(tiny() / "trace_repr", tiny() / "trace_repr");
+  DOCTEST_CHECK(std::none_of(same.notes.begin(), same.notes.end(),
+                             [](const std::string& n) { return n.starts_with("the roots differ"); }));
 }
 
 DOCTEST_TEST_CASE("planted Python bugs: the first divergence is the module the bug changes") {

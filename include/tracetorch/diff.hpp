@@ -140,7 +140,9 @@ inline DiffReport diff_traces(const std::filesystem::path& reference, const std:
   report.reference_values = detail::values_kind(ref);
   report.candidate_values = detail::values_kind(cand);
 
-  auto alignment = detail::align_traces(ref, cand, detail::path_renamer(options.renames), report.arg_names);
+  const auto rename = detail::path_renamer(options.renames);
+  if (auto note = detail::different_roots(ref, cand, rename)) report.notes.push_back(std::move(*note));
+  auto alignment = detail::align_traces(ref, cand, rename, report.arg_names);
   report.missing_calls = std::move(alignment.missing_calls);
   for (const auto& call : report.missing_calls) (call.in_reference ? report.only_in_reference : report.only_in_candidate).push_back(call.name());
   report.tensors = detail::compare_aligned(ref, cand, alignment.values, {options.atol, options.rtol, options.precision_tolerance},

@@ -86,6 +86,19 @@ inline std::string renamed_input(const TraceCall& ref, const TraceCall& cand, co
   return input_location(cand_key) + location.substr(input_location(ref_key).size());
 }
 
+/// A note where the two traces' roots (their first calls) differ after the renames: then no call
+/// aligns and every one is listed as only in one trace, which this one line explains.
+inline std::optional<std::string> different_roots(const Trace& ref, const Trace& cand,
+                                                  const std::function<std::string(std::string)>& rename) {
+  if (ref.calls.empty() || cand.calls.empty()) return std::nullopt;
+  const auto& ref_root = ref.calls.front().module_path;
+  const auto& cand_root = cand.calls.front().module_path;
+  if (rename(ref_root) == rename(cand_root)) return std::nullopt;
+  return "the roots differ: " + ref_root + " in the reference, " + cand_root +
+         " in the candidate, so no module path is shared; if they are one model under two names, a rename aligns them "
+         "(tracetorch-diff --map '" + ref_root + "=>" + cand_root + "')";
+}
+
 /// Each call's key, in the trace's order: the k-th call of a (renamed) path is numbered k.
 inline std::vector<CallKey> number_calls(const Trace& trace, const std::function<std::string(std::string)>& rename) {
   std::vector<CallKey> keys;
