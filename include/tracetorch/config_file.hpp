@@ -228,12 +228,13 @@ boost::json::object config_to_json(const Config& config) {
 /// Sets the field at `key` ("num_hidden_layers", "vision_config.hidden_size",
 /// "rope_scaling.factor" in a map) from `literal`, a Python literal or JSON ("32", "True",
 /// "None", "'gelu'", "[1, 2]", "{'factor': 8.0}"), converted as a config.json value would be.
-/// An unknown key or a wrong type throws Error naming the key, the config unchanged. Run
+/// An unknown key or a wrong type throws Error naming `where` and the key ("tracetorch:
+/// set_config_field: \"hiden_size\" names no field ..."), the config unchanged. Run
 /// validate_config afterwards where the port has a validate hook.
 template <detail::is_config_struct Config>
-void set_config_field(Config& config, std::string_view key, std::string_view literal) {
+void set_config_field(Config& config, std::string_view key, std::string_view literal, std::string_view where_set = "set_config_field") {
   const boost::json::value value = detail::parse_python_literal_as_json(literal);
-  const std::string where = "set_config_field";
+  const std::string where(where_set);
   std::vector<std::string> unused;
   detail::ConfigReadState state{where, unused};
   Config changed = config;

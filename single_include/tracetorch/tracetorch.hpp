@@ -8307,6 +8307,16 @@ void read_config_field(const boost::json::value& value, F& field, const std::str
   }
 }
 
+/// The field a key of `T`'s config.json names: the key itself, or the field an attribute-map
+/// spelling stands for.
+template <class T>
+std::string_view field_named_by(std::string_view key) noexcept {
+  for (const ConfigAlias& alias : config_attribute_map<T>()) {
+    if (alias.key == key) return alias.field;
+  }
+  return key;
+}
+
 /// Checks `T`'s attribute map against the names TRACETORCH_CONFIG lists (`known`): each entry's
 /// field must be one, and its key must not. A port's mistake, found at its first read.
 template <class T>
@@ -8363,13 +8373,8 @@ void read_config_object(const boost::json::object& object, T& config, const std:
     read_from.push_back(value != nullptr ? key : std::string());
   });
   check_attribute_map<T>(known, state);
-  constexpr auto aliases = config_attribute_map<T>();
   for (const auto& entry : object) {
-    std::string_view name = entry.key();
-    for (const ConfigAlias& alias : aliases) {
-      if (alias.key == name) name = alias.field;
-    }
-    const auto found = std::find(known.begin(), known.end(), name);
+    const auto found = std::find(known.begin(), known.end(), field_named_by<T>(entry.key()));
     if (found == known.end()) {
       state.unknown_keys.push_back(prefix + std::string(entry.key()));
     } else if (const auto index = static_cast<std::size_t>(found - known.begin()); read_from[index] == entry.key()) {
@@ -8422,10 +8427,7 @@ template <class T>
 void set_config_field_at(T& config, std::string_view key, const boost::json::value& value, const std::string& full_key,
                          ConfigReadState& state) {
   const auto dot = key.find('.');
-  std::string_view head = key.substr(0, dot);
-  for (const ConfigAlias& alias : config_attribute_map<T>()) {
-    if (alias.key == head) head = alias.field;
-  }
+  const std::string_view head = field_named_by<T>(key.substr(0, dot));
   bool found = false;
   std::string names;
   tracetorch_config(config, [&](std::string_view name, auto& field) {
@@ -8675,12 +8677,13 @@ boost::json::object config_to_json(const Config& config) {
 /// Sets the field at `key` ("num_hidden_layers", "vision_config.hidden_size",
 /// "rope_scaling.factor" in a map) from `literal`, a Python literal or JSON ("32", "True",
 /// "None", "'gelu'", "[1, 2]", "{'factor': 8.0}"), converted as a config.json value would be.
-/// An unknown key or a wrong type throws Error naming the key, the config unchanged. Run
+/// An unknown key or a wrong type throws Error naming `where` and the key ("tracetorch:
+/// set_config_field: \"hiden_size\" names no field ..."), the config unchanged. Run
 /// validate_config afterwards where the port has a validate hook.
 template <detail::is_config_struct Config>
-void set_config_field(Config& config, std::string_view key, std::string_view literal) {
+void set_config_field(Config& config, std::string_view key, std::string_view literal, std::string_view where_set = "set_config_field") {
   const boost::json::value value = detail::parse_python_literal_as_json(literal);
-  const std::string where = "set_config_field";
+  const std::string where(where_set);
   std::vector<std::string> unused;
   detail::ConfigReadState state{where, unused};
   Config changed = config;

@@ -12,7 +12,6 @@
 #include <optional>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "tracetorch/checkpoint/options.hpp"
 #include "tracetorch/config_file.hpp"
@@ -81,13 +80,8 @@ void set_program_config_fields(Config& config, const TraceArguments& args) {
   if (args.config_fields.empty()) return;
   if constexpr (is_config_struct<Config>) {
     const std::string where = (args.config ? args.config->string() : std::string("the built-in config")) + " with --set";
-    const std::string flag = "--set";
-    Config changed = config;
-    std::vector<std::string> unused;
-    ConfigReadState state{flag, unused};
-    for (const auto& [key, literal] : args.config_fields) {
-      set_config_field_at(changed, key, parse_python_literal_as_json(literal), key, state);
-    }
+    Config changed = config;  // all of them or none: a later key or the checks may refuse
+    for (const auto& [key, literal] : args.config_fields) set_config_field(changed, key, literal, "--set");
     validate_config(std::as_const(changed), where);
     // A hook that derives fields (Qwen3's layer_types) is not const: validate_config cannot call it.
     if constexpr (!requires(const Config& c) { c.validate(where); } && requires { changed.validate(where); }) changed.validate(where);
