@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -115,6 +116,13 @@ inline RunResult run_diff(const std::string& arguments) { return run_program(TRA
 #endif
 
 inline bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+/// A program's refusal: exit 1 and one line of output holding `message` ("llama_trace: error: ...").
+inline void expect_refused(const RunResult& result, const std::string& message) {
+  DOCTEST_CHECK_MESSAGE(result.exit_code == 1, result.output);
+  DOCTEST_CHECK_MESSAGE(contains(result.output, message), result.output);
+  DOCTEST_CHECK_MESSAGE(std::count(result.output.begin(), result.output.end(), '\n') == 1, result.output);
+}
 
 inline void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;

@@ -171,12 +171,7 @@ DOCTEST_TEST_CASE("bad command lines and bad files are clear errors") {
   DOCTEST_CHECK_FALSE(std::filesystem::exists(dir / "out" / "LlamaModel_debug_tree_SUMMARY.json"));
 }
 
-/// The refusal must be one line on stderr (the tool's "llama_trace: error: ..."), exit 1.
-void expect_refused(const tracetorch_test::RunResult& result, const std::string& message) {
-  DOCTEST_CHECK_MESSAGE(result.exit_code == 1, result.output);
-  DOCTEST_CHECK_MESSAGE(result.output.find(message) != std::string::npos, result.output);
-  DOCTEST_CHECK_MESSAGE(std::count(result.output.begin(), result.output.end(), '\n') == 1, result.output);
-}
+using tracetorch_test::expect_refused;  // one line on stderr (the tool's "llama_trace: error: ..."), exit 1
 
 DOCTEST_TEST_CASE("config sizes that are zero, negative, too large or overflow, or an activation not ported: one line, exit 1, nothing built") {
   tracetorch_test::TempDir dir;

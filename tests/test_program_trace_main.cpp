@@ -203,10 +203,7 @@ DOCTEST_TEST_CASE("a port's forward that fails says so in one line, without LibT
   using namespace program_trace_main_test;
   tracetorch_test::TempDir dir;
   const auto one_line_error = [](const tracetorch_test::RunResult& result, const std::string& message) {
-    DOCTEST_INFO(result.output);
-    DOCTEST_CHECK(result.exit_code == 1);
-    DOCTEST_CHECK(tracetorch_test::contains(result.output, message));
-    DOCTEST_CHECK(std::count(result.output.begin(), result.output.end(), '\n') == 1);
+    tracetorch_test::expect_refused(result, message);
     DOCTEST_CHECK_FALSE(tracetorch_test::contains(result.output, "Exception raised from"));
   };
   // position_ids of the wrong batch reach LibTorch's broadcasting inside the rotary embedding: a c10::Error.
