@@ -307,3 +307,94 @@ DOCTEST_TEST_CASE("config: an attribute map's spellings set their fields, as tra
                 "tracetorch: config.json: TRACETORCH_CONFIG_ATTRIBUTE_MAP maps \"hidden_size\" to \"n_embd\", but "
                 "\"hidden_size\" is a field of its own");
 }
+
+namespace cfgtest {
+
+// A config that extends another, as transformers' MistralConfig does LlamaConfig: the base's
+// keys through the base's declaration, then its own; a member left out of the list (the rank)
+// is no key; its validate hook replaces the base's.
+struct MistralConfig : GptConfig {
+  std::optional<std::int64_t> sliding_window = 4096;
+  int rank = 0;  // not a config key
+  std::int64_t head_dim = 16;
+
+  void validate(const std::string& where) const {
+    if (sliding_window && *sliding_window > 4096) throw tracetorch::Error(where + ": sliding_window too large");
+  }
+};
+TRACETORCH_CONFIG_EXTENDS(MistralConfig, GptConfig, sliding_window, head_dim);
+
+// With no fields of its own: the base's keys alone.
+struct RankedConfig : GptConfig {
+  int rank = 3;
+};
+TRACETORCH_CONFIG_EXTENDS(RankedConfig, GptConfig);
+
+}  // namespace cfgtest
+
+DOCTEST_TEST_CASE("config: TRACETORCH_CONFIG_EXTENDS reads the base's keys, its attribute map included, then the derived struct's own") {
+  cfgtest::MistralConfig config;
+  config.rank = 5;
+  const auto report = tracetorch::read_config(
+      tracetorch::ConfigFile(R"({"hidden_size": 64, "n_head": 4, "sliding_window": null, "head_dim": 8, "rank": 1, "typo": 1})", "config.json"),
+      config);
+  DOCTEST_CHECK(config.n_embd == 64);  // the base's attribute map applies
+  DOCTEST_CHECK(config.n_head == 4);
+  DOCTEST_CHECK(config.n_layer == 12);  // the base's default
+  DOCTEST_CHECK(!config.sliding_window.has_value());
+  DOCTEST_CHECK(config.head_dim == 8);
+  DOCTEST_CHECK(config.rank == 5);  // not a key: untouched, and reported as no field's
+  DOCTEST_CHECK(report.unknown_keys == std::vector<std::string>{"rank", "typo"});
+
+  // Keys in order: the base's, then the derived struct's.
+  std::vector<std::string> keys;
+  for (const auto& entry : tracetorch::config_to_json(config)) keys.emplace_back(entry.key());
+  DOCTEST_CHECK(keys == std::vector<std::string>{"n_embd", "n_layer", "n_head", "sliding_window", "head_dim"});
+
+  // set_config_field (a trace program's --set) on a base key, an attribute-map spelling and an own key.
+  tracetorch::set_config_field(config, "num_hidden_layers", "2");
+  tracetorch::set_config_field(config, "sliding_window", "128");
+  DOCTEST_CHECK(config.n_layer == 2);
+  DOCTEST_CHECK(config.sliding_window == 128);
+  // The derived struct's validate hook runs on read.
+  cfgtest::MistralConfig refused;
+  DOCTEST_CHECK(cfgtest::read_error(R"({"sliding_window": 5000})", refused) == "config.json: sliding_window too large");
+
+  cfgtest::RankedConfig ranked;
+  tracetorch::read_config(tracetorch::ConfigFile(R"({"n_layer": 1})", "config.json"), ranked);
+  DOCTEST_CHECK(ranked.n_layer == 1);
+  DOCTEST_CHECK(ranked.rank == 3);
+  DOCTEST_CHECK(tracetorch::config_to_json(ranked).size() == 3);
+}
+
+namespace cfgtest {
+
+// A validate hook that derives fields (Qwen3's fills layer_types) is not const: read_config,
+// load_config and set_config_field's callers run it on the config they are filling.
+struct LayersConfig {
+  std::int64_t num_hidden_layers = 2;
+  std::vector<std::string> layer_types;
+
+  void validate(const std::string& where) {
+    if (layer_types.empty()) layer_types.assign(static_cast<std::size_t>(num_hidden_layers), "full_attention");
+    if (static_cast<std::int64_t>(layer_types.size()) != num_hidden_layers) throw tracetorch::Error(where + ": layer_types must have one entry per layer");
+  }
+};
+TRACETORCH_CONFIG(LayersConfig, num_hidden_layers, layer_types);
+
+}  // namespace cfgtest
+
+DOCTEST_TEST_CASE("config: a validate hook that is not const derives fields on every read and in validate_config") {
+  cfgtest::LayersConfig config;
+  tracetorch::read_config(tracetorch::ConfigFile(R"({"num_hidden_layers": 3})", "config.json"), config);
+  DOCTEST_CHECK(config.layer_types == std::vector<std::string>{"full_attention", "full_attention", "full_attention"});
+  // Refused as a const hook would be, the config unchanged.
+  DOCTEST_CHECK(cfgtest::read_error(R"({"num_hidden_layers": 1, "layer_types": ["a", "b"]})", config) ==
+                "config.json: layer_types must have one entry per layer");
+  DOCTEST_CHECK(config.layer_types.size() == 3);
+  // After set_config_field, validate_config runs it again (what a trace program's --set does).
+  tracetorch::set_config_field(config, "layer_types", "[]");
+  tracetorch::set_config_field(config, "num_hidden_layers", "1");
+  tracetorch::validate_config(config, "with --set");
+  DOCTEST_CHECK(config.layer_types == std::vector<std::string>{"full_attention"});
+}

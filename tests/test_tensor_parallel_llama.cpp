@@ -115,6 +115,23 @@ DOCTEST_TEST_CASE("4 ranks equal tracetorch's own single-process trace; a config
   DOCTEST_CHECK(refused.exit_code == 1);
   DOCTEST_CHECK(tracetorch_test::contains(refused.errors, "num_key_value_heads 2 not divisible by the world size 4"));
   DOCTEST_CHECK(tracetorch_test::contains(refused.errors, "intermediate_size 172"));
+
+  // --set on the tensor-parallel config (TRACETORCH_CONFIG_EXTENDS: llama::LlamaConfig's keys),
+  // and its own divisibility check run again on the result.
+  const auto smaller = tpl::run_bounded("", TRACETORCH_LLAMA_TRACE, "--world-size 2 " + common + " --set num_hidden_layers=1 --debug-path " +
+                                                                        (dir / "set").string(), dir.path());
+  DOCTEST_INFO(smaller.output << smaller.errors);
+  DOCTEST_REQUIRE(smaller.exit_code == 0);
+  for (const int rank : {0, 1}) {
+    const auto summary = tracetorch_test::read_file(dir / "set" / ("rank_" + std::to_string(rank)) / "LlamaModel_debug_tree_SUMMARY.json");
+    DOCTEST_CHECK(tracetorch_test::contains(summary, "LlamaModel.layers.0.mlp"));
+    DOCTEST_CHECK(!tracetorch_test::contains(summary, "LlamaModel.layers.1"));
+  }
+  const auto set_refused = tpl::run_bounded("", TRACETORCH_LLAMA_TRACE, "--world-size 4 " + common + " --set num_key_value_heads=2 --debug-path " +
+                                                                            (dir / "set_refused").string(), dir.path());
+  DOCTEST_INFO(set_refused.errors);
+  DOCTEST_CHECK(set_refused.exit_code == 1);
+  DOCTEST_CHECK(tracetorch_test::contains(set_refused.errors, "config.json with --set: num_key_value_heads 2 not divisible by the world size 4"));
 }
 
 DOCTEST_TEST_CASE("a planted bug, rank 1's o_proj slice at the wrong offset: the diff names o_proj and rank 1") {

@@ -31,6 +31,8 @@ struct LlamaConfig : llama::LlamaConfig {
   /// by the world size (tracetorch::Error naming the sizes otherwise).
   void validate(const std::string& where) const;
 };
+// Its keys are llama::LlamaConfig's (`--set` works with `--world-size`); the rank is no key.
+TRACETORCH_CONFIG_EXTENDS(LlamaConfig, llama::LlamaConfig);
 
 /// The family: Llama's name and conventions, the parallel linears.
 struct LlamaTP : tracetorch::models::DecoderFamily<LlamaConfig> {

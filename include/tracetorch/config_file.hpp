@@ -177,15 +177,22 @@ struct ConfigReadOptions {
   bool report_keys_no_forward_reads = false;
 };
 
-/// Calls `config.validate(where)` where the struct has it (`void validate(const std::string&)
-/// const`), nested config structs first: the hook read_config and load_config run.
+/// Calls `config.validate(where)` where the struct has it, nested config structs first: the hook
+/// read_config and load_config run. A hook may be const (`void validate(const std::string&)
+/// const`: checks) or not (checks that also derive fields, as Qwen3's fills `layer_types`); a
+/// hook that is not const needs `config` not const, and a const one is a compile error naming it.
 template <class Config>
-void validate_config(const Config& config, const std::string& where) {
-  tracetorch_config(config, [&](std::string_view name, const auto& field) {
+void validate_config(Config& config, const std::string& where) {
+  tracetorch_config(config, [&](std::string_view name, auto& field) {
     using F = std::remove_cvref_t<decltype(field)>;
     if constexpr (detail::is_config_struct<F>) validate_config(field, where + ": " + std::string(name));
   });
-  if constexpr (requires { config.validate(where); }) config.validate(where);
+  if constexpr (requires { config.validate(where); }) {
+    config.validate(where);
+  } else {
+    static_assert(!requires(std::remove_const_t<Config>& changeable) { changeable.validate(where); },
+                  "validate_config: this config's validate hook is not const (it changes the config): pass a config that is not const");
+  }
 }
 
 /// Reads every field TRACETORCH_CONFIG lists from `file` into `config`: an absent key keeps the

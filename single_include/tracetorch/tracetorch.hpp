@@ -7999,6 +7999,8 @@ void for_each_field_named_by_pfr(Self& value, Visit&& visit) {
                 #Macro "(" #Type ", ...) must list the fields in declaration order")
 // ---- end tracetorch/detail/module/field_list.hpp ----
 
+#include <boost/preprocessor/tuple/eat.hpp>
+
 /// Declares a config struct's fields, after the struct in its namespace, in the manner of
 /// nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: each JSON key is the field's name.
 /// Defines `tracetorch_config(T&, visit)` (`visit(std::string_view name, Field& field)`, const or
@@ -8029,6 +8031,57 @@ void for_each_field_named_by_pfr(Self& value, Visit&& visit) {
   if constexpr (requires { value.field; }) {                                      \
     visit(::std::string_view(BOOST_PP_STRINGIZE(field)), value.field);            \
   }
+
+/// Declares a config struct that extends another config struct, as transformers' modular configs
+/// derive one model's config from another's (`class MistralConfig(LlamaConfig)`): its keys are the
+/// base's, read and written through the base's TRACETORCH_CONFIG, then the fields listed here, the
+/// derived struct's own, each name written once:
+/// \code
+/// struct MistralConfig : llama::LlamaConfig {
+///   std::optional<std::int64_t> sliding_window = 4096;
+/// };
+/// TRACETORCH_CONFIG_EXTENDS(MistralConfig, llama::LlamaConfig, sliding_window);
+/// \endcode
+/// Checked at compile time: `Base` is a public base declared with TRACETORCH_CONFIG (or EXTENDS),
+/// each listed name is a member of the derived struct and not of the base, in declaration order.
+/// A derived member left out of the list is not a config key (a process's rank, say), since
+/// Boost.PFR cannot count the fields of a derived struct. The base's attribute map applies, and
+/// the derived struct's own `validate` hook, where it has one, replaces the base's.
+#define TRACETORCH_CONFIG_EXTENDS(Type, Base, ...)                                                    \
+  template <class Self, class Visitor>                                                                 \
+    requires ::std::is_same_v<::std::remove_const_t<Self>, Type>                                       \
+  void tracetorch_config(Self& value, Visitor&& visit) {                                               \
+    tracetorch_config(static_cast<::std::conditional_t<::std::is_const_v<Self>, const Base, Base>&>(value), visit); \
+    BOOST_PP_IIF(BOOST_PP_CHECK_EMPTY(__VA_ARGS__), BOOST_PP_TUPLE_EAT(1), TRACETORCH_DETAIL_VISIT_OWN_FIELDS)(value, __VA_ARGS__) \
+  }                                                                                                    \
+  static_assert(::std::is_base_of_v<Base, Type> && ::std::is_convertible_v<Type*, Base*>,              \
+                "TRACETORCH_CONFIG_EXTENDS(" #Type ", " #Base ", ...): " #Base " is not a public base of " #Type); \
+  static_assert([]<class U>(::std::type_identity<U>) {                                                 \
+                  return requires(U& base) { tracetorch_config(base, [](::std::string_view, auto&) {}); }; \
+                }(::std::type_identity<Base>{}),                                                       \
+                "TRACETORCH_CONFIG_EXTENDS(" #Type ", " #Base ", ...): " #Base " is not declared with TRACETORCH_CONFIG"); \
+  BOOST_PP_IIF(BOOST_PP_CHECK_EMPTY(__VA_ARGS__), BOOST_PP_TUPLE_EAT(3), TRACETORCH_DETAIL_CHECK_OWN_FIELDS)(Type, Base, __VA_ARGS__)
+
+#define TRACETORCH_DETAIL_VISIT_OWN_FIELDS(value, ...) \
+  BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_VISIT_CONFIG_FIELD, value, BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))
+
+#define TRACETORCH_DETAIL_ASSERT_NOT_IN_BASE(r, data, field)                                                   \
+  static_assert(!TRACETORCH_DETAIL_HAS_MEMBER(BOOST_PP_SEQ_ELEM(1, data), field),                              \
+                "TRACETORCH_CONFIG_EXTENDS(" BOOST_PP_STRINGIZE(BOOST_PP_SEQ_ELEM(0, data)) ", " BOOST_PP_STRINGIZE( \
+                    BOOST_PP_SEQ_ELEM(1, data)) ", ...): " BOOST_PP_STRINGIZE(field) " is a key of the base already");
+
+#define TRACETORCH_DETAIL_CHECK_OWN_FIELDS(Type, Base, ...)                                                   \
+  BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_ASSERT_MEMBER, (TRACETORCH_CONFIG_EXTENDS)(Type), BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  BOOST_PP_SEQ_FOR_EACH(TRACETORCH_DETAIL_ASSERT_NOT_IN_BASE, (Type)(Base), BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__)) \
+  static_assert(::tracetorch::detail::in_declaration_order(                                                   \
+                    {BOOST_PP_SEQ_FOR_EACH_I(TRACETORCH_DETAIL_OWN_OFFSET_ITEM, (Type)(Base), BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))}), \
+                "TRACETORCH_CONFIG_EXTENDS(" #Type ", ...) must list the fields in declaration order")
+
+/// A listed field's offset, left out of the order check where it is the base's (its own error says so).
+#define TRACETORCH_DETAIL_OWN_OFFSET_ITEM(r, data, i, field)                                     \
+  BOOST_PP_COMMA_IF(i)(TRACETORCH_DETAIL_HAS_MEMBER(BOOST_PP_SEQ_ELEM(1, data), field)          \
+                           ? ::tracetorch::detail::kNotAMember                                   \
+                           : TRACETORCH_DETAIL_FIELD_OFFSET(BOOST_PP_SEQ_ELEM(0, data), field))
 
 /// Other spellings a config.json may use for fields, as transformers' `attribute_map` (GPT-2's
 /// `hidden_size` for `n_embd`), after TRACETORCH_CONFIG in the struct's namespace:
@@ -8626,15 +8679,22 @@ struct ConfigReadOptions {
   bool report_keys_no_forward_reads = false;
 };
 
-/// Calls `config.validate(where)` where the struct has it (`void validate(const std::string&)
-/// const`), nested config structs first: the hook read_config and load_config run.
+/// Calls `config.validate(where)` where the struct has it, nested config structs first: the hook
+/// read_config and load_config run. A hook may be const (`void validate(const std::string&)
+/// const`: checks) or not (checks that also derive fields, as Qwen3's fills `layer_types`); a
+/// hook that is not const needs `config` not const, and a const one is a compile error naming it.
 template <class Config>
-void validate_config(const Config& config, const std::string& where) {
-  tracetorch_config(config, [&](std::string_view name, const auto& field) {
+void validate_config(Config& config, const std::string& where) {
+  tracetorch_config(config, [&](std::string_view name, auto& field) {
     using F = std::remove_cvref_t<decltype(field)>;
     if constexpr (detail::is_config_struct<F>) validate_config(field, where + ": " + std::string(name));
   });
-  if constexpr (requires { config.validate(where); }) config.validate(where);
+  if constexpr (requires { config.validate(where); }) {
+    config.validate(where);
+  } else {
+    static_assert(!requires(std::remove_const_t<Config>& changeable) { changeable.validate(where); },
+                  "validate_config: this config's validate hook is not const (it changes the config): pass a config that is not const");
+  }
 }
 
 /// Reads every field TRACETORCH_CONFIG lists from `file` into `config`: an absent key keeps the
