@@ -275,3 +275,153 @@ DOCTEST_TEST_CASE("models: Gemma's embedding scale: the first layer gets embed_t
 }
 
 }  // DOCTEST_TEST_SUITE("models")
+
+namespace models_parts_test {
+
+// Gemma2's attention config: its scaling and logit soft-cap, read by the shared attention.
+struct CappedConfig : TinyConfig {
+  double query_pre_attn_scalar = 9.0;
+  std::optional<double> attn_logit_softcapping = 0.5;  // small, so that the cap shows
+  std::string hidden_activation = "gelu_pytorch_tanh";
+};
+struct TinyCapped : tracetorch::models::DecoderFamily<CappedConfig> {
+  static constexpr std::string_view name = "TinyCapped";
+  using Activation = torch::nn::AnyModule;  // ACT2FN[config.hidden_activation]
+};
+
+// A config whose validate hook derives layer_types (Gemma2's: sliding, then full, alternating).
+struct DerivingConfig : TinyConfig {
+  std::vector<std::string> layer_types;
+  void validate(const std::string&) {
+    for (std::int64_t i = static_cast<std::int64_t>(layer_types.size()); i < num_hidden_layers; ++i) {
+      layer_types.emplace_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+    }
+  }
+};
+struct TinyDeriving : tracetorch::models::DecoderFamily<DerivingConfig> {
+  static constexpr std::string_view name = "TinyDeriving";
+};
+
+// A family whose layers are its own (as Gemma2's four-norm layer): residual + its MLP, no attention.
+struct TinyOwnLayer : tracetorch::models::DecoderFamily<TinyConfig> {
+  static constexpr std::string_view name = "TinyOwnLayer";
+};
+struct AddOneLayerImpl : torch::nn::Module {
+  AddOneLayerImpl(const TinyConfig& c, std::int64_t layer_idx) : index(layer_idx) {
+    mlp = register_module("mlp", tracetorch::models::GatedMLP<TinyOwnLayer>(c));
+  }
+  torch::Tensor forward(const torch::Tensor& hidden_states, const tracetorch::models::DecoderLayerKeywords& kw) {
+    seen_cache = kw.past_key_values.value_or(nullptr) != nullptr;
+    return hidden_states + mlp(hidden_states);
+  }
+  std::int64_t index;
+  bool seen_cache = false;
+  tracetorch::models::GatedMLP<TinyOwnLayer> mlp{nullptr};
+};
+TRACEABLE(AddOneLayer);
+
+}  // namespace models_parts_test
+
+template <>
+struct tracetorch::models::FamilyDecoderLayer<models_parts_test::TinyOwnLayer> {
+  using type = models_parts_test::AddOneLayer;
+};
+
+DOCTEST_TEST_SUITE("models") {
+
+using namespace models_parts_test;
+
+DOCTEST_TEST_CASE("models: Gemma's embedding scale comes after rotary_emb, which records the unscaled embeddings, as upstream") {
+  torch::manual_seed(5);
+  tracetorch::models::Model<TinyGemma> model(TinyConfig{});
+  model->eval();
+  tracetorch_test::TempDir dir;
+  {
+    auto guard = tracetorch::model_addition_debugger(model, {.debug_path = dir.path(), .do_prune_layers = false});
+    model({.input_ids = torch::randint(50, {1, 4})});
+  }
+  const auto tree = tracetorch_test::read_json(dir.path() / "TinyGemmaModel_debug_tree_SUMMARY.json");
+  boost::json::value embedded, rotary_input;
+  for (const auto& child : tree.at("children").as_array()) {
+    if (child.at("module_path") == "TinyGemmaModel.embed_tokens") embedded = child.at("outputs");
+    if (child.at("module_path") == "TinyGemmaModel.rotary_emb") rotary_input = child.at("inputs").at("args").at(0);
+  }
+  DOCTEST_REQUIRE(embedded.is_object());
+  DOCTEST_CHECK(rotary_input == embedded);  // the same printed statistics: not scaled by sqrt(16)
+}
+
+DOCTEST_TEST_CASE("models: a cache over sliding layers keeps their window: a second call on it equals the whole forward") {
+  torch::manual_seed(6);
+  tracetorch::models::Model<Tiny> model(TinyConfig{.sliding_window = 3});
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto ids = torch::randint(50, {2, 7});
+  const auto whole = model({.input_ids = ids});
+  const auto first = model({.input_ids = ids.slice(1, 0, 5)});
+  DOCTEST_CHECK(tracetorch_repr(*first.past_key_values) == "DynamicCache(layers=[DynamicSlidingWindowLayer, DynamicSlidingWindowLayer])");
+  DOCTEST_CHECK(first.past_key_values->keys(0).size(2) == 2);  // window - 1 kept
+  const auto rest = model({.input_ids = ids.slice(1, 5), .past_key_values = first.past_key_values}, {.output_attentions = true});
+  DOCTEST_CHECK(torch::allclose(rest.last_hidden_state, whole.last_hidden_state.slice(1, 5), 1e-5, 1e-6));
+  DOCTEST_CHECK(rest.past_key_values->get_seq_length() == 7);
+  // Each new token attends over the 2 kept keys and the 2 new ones: a mask of 4 keys, from key 3.
+  DOCTEST_REQUIRE(rest.attentions.has_value());
+  DOCTEST_CHECK((*rest.attentions)[0].sizes() == torch::IntArrayRef({2, 4, 2, 4}));
+}
+
+DOCTEST_TEST_CASE("models: query_pre_attn_scalar, attn_logit_softcapping and hidden_activation, where the config has them (Gemma2)") {
+  torch::manual_seed(7);
+  tracetorch::models::Model<TinyCapped> model(CappedConfig{});
+  model->eval();
+  auto attention = model->layers[0]->as<tracetorch::models::DecoderLayer<TinyCapped>>()->self_attn;
+  DOCTEST_CHECK(attention->scaling == std::pow(9.0, -0.5));
+  DOCTEST_CHECK(attention->softcap == 0.5);
+  const auto ids = torch::randint(50, {1, 5});
+  const auto out = model({.input_ids = ids}, {.output_attentions = true});
+  // Soft-capped logits lie within +-0.5, so no weight of a row's 5 keys can exceed e / (e + 4 e^-1) ~ 0.65.
+  DOCTEST_CHECK((*out.attentions)[0][0].slice(1, 4).max().item<float>() < 0.65f);
+  const auto q = torch::randn({1, 2, 3, 4}), k = torch::randn({1, 1, 3, 4}), v = torch::randn({1, 1, 3, 4});
+  const auto [capped_out, capped] = tracetorch::models::eager_attention_forward(q, k, v, {}, 1.0, 0.0, false, 0.5);
+  const auto logits = torch::tanh(torch::matmul(q, k.expand({1, 2, 3, 4}).transpose(2, 3)) / 0.5) * 0.5;
+  DOCTEST_CHECK(torch::allclose(capped, torch::softmax(logits, -1)));
+  // The MLP's act_fn is ACT2FN[hidden_activation], GELU's tanh form.
+  auto mlp = model->layers[0]->as<tracetorch::models::DecoderLayer<TinyCapped>>()->mlp;
+  const auto x = torch::randn({3, 24});
+  DOCTEST_CHECK(torch::allclose(mlp->act_fn.forward(x), torch::gelu(x, "tanh")));
+  DOCTEST_CHECK_FALSE(torch::allclose(mlp->act_fn.forward(x), torch::silu(x)));
+}
+
+DOCTEST_TEST_CASE("models: a family's own decoder layer (FamilyDecoderLayer) is built, called with the layer keywords, and recorded") {
+  torch::manual_seed(8);
+  tracetorch::models::Model<models_parts_test::TinyOwnLayer> model(TinyConfig{});
+  model->eval();
+  const auto ids = torch::randint(50, {1, 3});
+  const auto out = model({.input_ids = ids}, {.output_hidden_states = true});
+  auto h = model->embed_tokens(ids);
+  for (const auto& layer : *model->layers) {
+    auto own = layer->as<models_parts_test::AddOneLayer>();
+    DOCTEST_REQUIRE(own);
+    DOCTEST_CHECK(own->seen_cache);  // the LayerCall's past_key_values handed to it
+    h = h + own->mlp(h);
+  }
+  DOCTEST_CHECK(torch::allclose(out.last_hidden_state, model->norm(h)));
+  DOCTEST_REQUIRE(out.hidden_states.has_value());
+  DOCTEST_CHECK(out.hidden_states->size() == 3);  // each own layer's input, then the last
+}
+
+}  // DOCTEST_TEST_SUITE("models")
+
+DOCTEST_TEST_SUITE("models") {
+
+DOCTEST_TEST_CASE("models: Model<F> builds its layers from the config its validate hook derived (layer_types), not the one given") {
+  models_parts_test::DerivingConfig config;
+  config.sliding_window = 2;  // layer_types left empty: the hook derives them
+  tracetorch::models::Model<models_parts_test::TinyDeriving> model(config);
+  DOCTEST_CHECK(model->config.layer_types == std::vector<std::string>{"sliding_attention", "full_attention"});
+  using Layer = tracetorch::models::DecoderLayer<models_parts_test::TinyDeriving>;
+  DOCTEST_CHECK(model->layers[0]->as<Layer>()->self_attn->sliding_window == 2);
+  DOCTEST_CHECK(!model->layers[1]->as<Layer>()->self_attn->sliding_window);
+  const auto out = model({.input_ids = torch::randint(50, {1, 3})});
+  DOCTEST_CHECK(tracetorch_repr(*out.past_key_values) == "DynamicCache(layers=[DynamicSlidingWindowLayer, DynamicLayer])");
+}
+
+}  // DOCTEST_TEST_SUITE("models")

@@ -16,7 +16,7 @@
 ///
 /// What a family can restate: `name`; `ColwiseLinear`/`RowwiseLinear` with `colwise_linear` and
 /// `rowwise_linear` (tensor parallelism, tracetorch/nn/parallel.hpp); `rms_norm` (RMSNormKind::one_plus_weight: Gemma);
-/// `qk_norm` (Qwen3); `scale_embeddings` (the embeddings times sqrt(hidden_size): Gemma);
+/// `qk_norm` (Qwen3); `scale_embeddings` (the embeddings times sqrt(hidden_size), after rotary_emb: Gemma);
 /// `cache_only_when_used` (past_key_values in the output only when use_cache: Qwen3);
 /// `rotary_position_ids_keyword` (`rotary_emb(h, position_ids=ids)`: Llama in transformers 5.x);
 /// `Activation` (a module type, or torch::nn::AnyModule for ACT2FN[config.hidden_act]); the call
@@ -27,8 +27,11 @@
 /// (`sliding_window`, and `layer_types` where the config has them: Mistral, Qwen3). A family may
 /// also choose each layer's MLP (`MLP` and `make_mlp(config, layer_idx)`: Qwen2-MoE's sparse
 /// blocks beside dense layers), its output struct (`ModelOutput`), its record map (a
-/// specialisation of `ModelRecords<Family>`), and hand the call's output flags on to every layer
-/// and self_attn as upstream's `**kwargs` (`hand_on_output_flags`: transformers 5.x).
+/// specialisation of `ModelRecords<Family>`), hand the call's output flags on to every layer
+/// and self_attn as upstream's `**kwargs` (`hand_on_output_flags`: transformers 5.x), and replace
+/// the decoder layer with its own (a specialisation of `FamilyDecoderLayer<Family>`: Gemma2's four
+/// norms). The attention reads `query_pre_attn_scalar` and `attn_logit_softcapping` where the
+/// config has them (Gemma2).
 
 #include <torch/torch.h>
 
@@ -162,8 +165,9 @@ struct AttentionImpl : torch::nn::Module {
   std::tuple<torch::Tensor, torch::Tensor> forward(const typename Family::AttentionKeywords& kw, const Kwargs& kwargs = {});
 
   std::int64_t head_dim, num_heads, num_key_value_heads, num_key_value_groups, layer_idx;
-  double scaling, attention_dropout;
+  double scaling, attention_dropout;  // scaling: query_pre_attn_scalar ** -0.5 where the config has it (Gemma2)
   std::optional<std::int64_t> sliding_window;  // the layer's window; the mask applies it
+  std::optional<double> softcap;               // config.attn_logit_softcapping (Gemma2), none otherwise
   typename Family::ColwiseLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr};
   typename Family::RowwiseLinear o_proj{nullptr};
   RMSNorm<Family> q_norm{nullptr}, k_norm{nullptr};  // registered only when Family::qk_norm
@@ -244,13 +248,25 @@ struct DecoderLayerImpl : torch::nn::Module {
 template <class Family>
 using DecoderLayer = FamilyHolder<DecoderLayerImpl<Family>, Family, "DecoderLayer">;
 
+/// The decoder layer a family's model is made of: DecoderLayer<Family>, unless the family
+/// specialises this after its own layer class, as transformers' modular files redefine a layer
+/// (Gemma2's four norms). That layer is built as `Layer(config, layer_idx)` and called as
+/// `layer(hidden_states, Family::DecoderLayerKeywords)`, with the handed-on `**kwargs` as a third
+/// argument where its forward takes one; it is the default record map's "hidden_states".
+template <class Family>
+struct FamilyDecoderLayer {
+  using type = DecoderLayer<Family>;
+};
+template <class Family>
+using family_decoder_layer_t = typename FamilyDecoderLayer<Family>::type;
+
 /// A family's record map (transformers' `_can_record_outputs`): by default each layer's input
 /// (hidden_states) and each attention's weights (its output 1). A family with others specialises
 /// it after its classes (Qwen2-MoE adds router_logits, its router's output 0).
 template <class Family>
 struct ModelRecords {
   static constexpr auto value =
-      output_records(record<"hidden_states", DecoderLayer<Family>>(), record<"attentions", OutputRecorder<Attention<Family>, 1>>());
+      output_records(record<"hidden_states", family_decoder_layer_t<Family>>(), record<"attentions", OutputRecorder<Attention<Family>, 1>>());
 };
 
 /// The base model: embed_tokens, layers, norm, rotary_emb. forward({.input_ids = ids}) as
@@ -293,9 +309,10 @@ AttentionImpl<Family>::AttentionImpl(const typename Family::Config& c, std::int6
       num_key_value_heads(c.num_key_value_heads),
       num_key_value_groups(c.num_attention_heads / c.num_key_value_heads),
       layer_idx(layer_idx_),
-      scaling(std::pow(static_cast<double>(detail::head_dim_of(c)), -0.5)),
+      scaling(detail::attention_scaling_of(c)),
       attention_dropout(detail::attention_dropout_of(c)),
-      sliding_window(detail::sliding_window_of(c, layer_idx_)) {
+      sliding_window(detail::sliding_window_of(c, layer_idx_)),
+      softcap(detail::attn_logit_softcapping_of(c)) {
   using torch::nn::LinearOptions;
   const bool bias = detail::qkv_bias_of(c);
   const auto q_out = num_heads * head_dim, kv_out = num_key_value_heads * head_dim;
@@ -327,7 +344,7 @@ std::tuple<torch::Tensor, torch::Tensor> AttentionImpl<Family>::forward(const ty
   std::tie(query, key) = apply_rotary_pos_emb(query.transpose(1, 2), key.transpose(1, 2), cos, sin);
   if (DynamicCache* cache = layer.past_key_values.value_or(nullptr)) std::tie(key, value) = cache->update(key, value, layer_idx);
   auto [output, weights] = eager_attention_forward(query, key, value, *layer.attention_mask, scaling,
-                                                   is_training() ? attention_dropout : 0.0, is_training());
+                                                   is_training() ? attention_dropout : 0.0, is_training(), softcap);
   shape.pop_back();
   return {o_proj(output.reshape(shape).contiguous()), weights};
 }
@@ -360,14 +377,15 @@ torch::Tensor DecoderLayerImpl<Family>::forward(const torch::Tensor& hidden_stat
 }
 
 template <class Family>
-ModelImpl<Family>::ModelImpl(const typename Family::Config& c) : config(c) {
+ModelImpl<Family>::ModelImpl(const typename Family::Config& config_) : config(config_) {
   if constexpr (requires { config.validate(std::string()); }) config.validate(std::string(Family::name) + "Config");
+  const auto& c = config;  // the parts are built from the validated copy: a hook may derive fields (layer_types)
   auto embedding = torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size);
   if (const auto pad = detail::pad_token_id_of(c)) embedding.padding_idx(*pad);
   embed_tokens = register_module("embed_tokens", nn::Embedding(embedding));
   layers = register_module("layers", nn::ModuleList());
   for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    layers->push_back(DecoderLayer<Family>(c, i));
+    layers->push_back(family_decoder_layer_t<Family>(c, i));
     layer_windows_.push_back(detail::sliding_window_of(c, i));
   }
   norm = register_module("norm", RMSNorm<Family>(c.hidden_size, c.rms_norm_eps));
@@ -401,11 +419,8 @@ typename ModelImpl<Family>::Output ModelImpl<Family>::run_layers(const typename 
                                                                  const Kwargs& handed_on) {
   const auto given = [](const Keyword<torch::Tensor>& k) { return k.has_value() && k->defined(); };
   auto hidden_states = given(inputs.inputs_embeds) ? *inputs.inputs_embeds : embed_tokens(*inputs.input_ids);
-  if constexpr (Family::scale_embeddings) {  // a 0-d tensor of the hidden dtype, as upstream (Gemma)
-    hidden_states = hidden_states * torch::tensor(std::pow(static_cast<double>(config.hidden_size), 0.5), hidden_states.scalar_type());
-  }
   std::shared_ptr<DynamicCache> cache = inputs.past_key_values.value_or(nullptr);
-  if (use_cache && !cache) cache = std::make_shared<DynamicCache>(config.num_hidden_layers);
+  if (use_cache && !cache) cache = std::make_shared<DynamicCache>(layer_windows_);  // DynamicCache(config=...)
   const auto past_seen = cache ? cache->get_seq_length() : 0;
   auto cache_position = *inputs.cache_position;
   if (!given(inputs.cache_position)) {
@@ -413,12 +428,15 @@ typename ModelImpl<Family>::Output ModelImpl<Family>::run_layers(const typename 
                                    torch::TensorOptions(torch::kInt64).device(hidden_states.device()));
   }
   const auto position_ids = given(inputs.position_ids) ? *inputs.position_ids : cache_position.unsqueeze(0);
-  // A DynamicCache keeps every key: kv = past + new from offset 0, for full and sliding layers.
-  const auto batch = hidden_states.size(0), kv_length = past_seen + cache_position.size(0);
-  const auto mask_for = [&](std::optional<std::int64_t> window) {
-    return create_causal_mask(cache_position, batch, kv_length, 0, *inputs.attention_mask, window, hidden_states.options());
+  // The mask's keys are those layer i's cache holds before this step, and this step's (upstream's
+  // get_mask_sizes): all of them for a full layer; a sliding layer's kept window - 1 at most.
+  const auto batch = hidden_states.size(0), query_length = cache_position.size(0);
+  const auto mask_for = [&](std::size_t layer_idx, std::optional<std::int64_t> window) {
+    const auto [kv_length, kv_offset] = cache ? cache->get_mask_sizes(query_length, static_cast<std::int64_t>(layer_idx))
+                                              : std::pair<std::int64_t, std::int64_t>{query_length, 0};
+    return create_causal_mask(cache_position, batch, kv_length, kv_offset, *inputs.attention_mask, window, hidden_states.options());
   };
-  const auto full_mask = mask_for(std::nullopt);
+  torch::Tensor full_mask;
   std::optional<std::int64_t> built_window;
   torch::Tensor sliding_mask;
   LayerCall call{.position_ids = position_ids, .past_key_values = cache.get(), .use_cache = use_cache,
@@ -428,13 +446,23 @@ typename ModelImpl<Family>::Output ModelImpl<Family>::run_layers(const typename 
   } else {
     call.position_embeddings = rotary_emb(hidden_states, position_ids);
   }
+  if constexpr (Family::scale_embeddings) {  // after rotary_emb, which records the unscaled embeddings, as upstream (Gemma)
+    // A 0-d tensor of the hidden dtype: in bfloat16, sqrt(3072) = 55.4256 becomes 55.5, as upstream's.
+    hidden_states = hidden_states * torch::tensor(std::pow(static_cast<double>(config.hidden_size), 0.5), hidden_states.scalar_type());
+  }
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const auto window = layer_windows_[i];
-    if (window && window != built_window) sliding_mask = mask_for(built_window = window);
+    if (window && window != built_window) sliding_mask = mask_for(i, built_window = window);
+    if (!window && !full_mask.defined()) full_mask = mask_for(i, std::nullopt);
     call.attention_mask = window ? sliding_mask : full_mask;
     // Through the holder type, so the call is traced (as<DecoderLayerImpl> would not be).
-    hidden_states = (*layers)[i]->as<DecoderLayer<Family>>()->forward(hidden_states, detail::layer_keywords_of<Family>(call),
-                                                                       handed_on);
+    using Layer = family_decoder_layer_t<Family>;
+    auto layer = (*layers)[i]->as<Layer>();
+    if constexpr (requires { layer->forward(hidden_states, detail::layer_keywords_of<Family>(call), handed_on); }) {
+      hidden_states = layer->forward(hidden_states, detail::layer_keywords_of<Family>(call), handed_on);
+    } else {
+      hidden_states = layer->forward(hidden_states, detail::layer_keywords_of<Family>(call));
+    }
   }
   const bool keep_cache = use_cache || !Family::cache_only_when_used;
   Output output;

@@ -59,14 +59,15 @@ inline torch::Tensor create_causal_mask(const torch::Tensor& cache_position, std
 inline torch::Tensor repeat_kv(const torch::Tensor& states, std::int64_t n_rep) { return detail::repeat_kv(states, n_rep); }
 
 /// eager_attention_forward: the key and value heads repeated to the query's (GQA), weights =
-/// query @ key^T * scaling + mask (sliced to the key length), softmax in float32 then cast to the
-/// query's dtype, dropout only in training. Returns (attn_output [batch, q, heads, dim],
-/// attn_weights [batch, heads, q, kv]).
+/// query @ key^T * scaling, soft-capped where `softcap` is given (Gemma2's: tanh(w / cap) * cap),
+/// + mask (sliced to the key length), softmax in float32 then cast to the query's dtype, dropout
+/// only in training. Returns (attn_output [batch, q, heads, dim], attn_weights [batch, heads, q, kv]).
 inline std::tuple<torch::Tensor, torch::Tensor> eager_attention_forward(const torch::Tensor& query, const torch::Tensor& key,
                                                                         const torch::Tensor& value,
                                                                         const torch::Tensor& attention_mask, double scaling,
-                                                                        double dropout = 0.0, bool training = false) {
-  return detail::eager_attention_forward(query, key, value, attention_mask, scaling, dropout, training);
+                                                                        double dropout = 0.0, bool training = false,
+                                                                        std::optional<double> softcap = std::nullopt) {
+  return detail::eager_attention_forward(query, key, value, attention_mask, scaling, dropout, training, softcap);
 }
 
 /// rotate_half and apply_rotary_pos_emb (cos and sin unsqueezed at `unsqueeze_dim`, the heads').

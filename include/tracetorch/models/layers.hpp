@@ -124,7 +124,7 @@ struct GatedMLPImpl : torch::nn::Module {
     up_proj = register_module("up_proj", Family::colwise_linear(c, LinearOptions(c.hidden_size, width).bias(bias)));
     down_proj = register_module("down_proj", Family::rowwise_linear(c, LinearOptions(width, c.hidden_size).bias(bias)));
     if constexpr (std::is_same_v<Activation, torch::nn::AnyModule>) {
-      act_fn = nn::get_activation(c.hidden_act);
+      act_fn = nn::get_activation(detail::hidden_activation_of(c));
       register_module("act_fn", act_fn.ptr());
     } else {
       act_fn = register_module("act_fn", Activation());

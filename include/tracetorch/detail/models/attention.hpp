@@ -34,7 +34,8 @@ inline torch::Tensor repeat_kv(const torch::Tensor& states, std::int64_t n_rep) 
 inline std::tuple<torch::Tensor, torch::Tensor> eager_attention_forward(const torch::Tensor& query, const torch::Tensor& key,
                                                                         const torch::Tensor& value,
                                                                         const torch::Tensor& attention_mask, double scaling,
-                                                                        double dropout, bool training) {
+                                                                        double dropout, bool training,
+                                                                        std::optional<double> softcap = std::nullopt) {
   if (query.dim() != 4 || key.dim() != 4 || value.dim() != 4 || key.size(1) == 0 || query.size(1) % key.size(1) != 0) {
     throw Error("eager_attention_forward: query, key and value must be [batch, heads, seq, head_dim] with the query's heads a "
                 "multiple of the key's");
@@ -43,6 +44,7 @@ inline std::tuple<torch::Tensor, torch::Tensor> eager_attention_forward(const to
   const auto key_states = repeat_kv(key, groups);
   const auto value_states = repeat_kv(value, groups);
   auto weights = torch::matmul(query, key_states.transpose(2, 3)) * scaling;
+  if (softcap) weights = torch::tanh(weights / *softcap) * *softcap;  // Gemma2's, three steps as upstream's
   if (attention_mask.defined()) weights = weights + attention_mask.slice(3, 0, key_states.size(-2));
   weights = torch::softmax(weights, -1, torch::kFloat32).to(query.scalar_type());
   if (training && dropout > 0) weights = torch::dropout(weights, dropout, true);  // the identity otherwise

@@ -7,6 +7,7 @@
 /// `qkv_bias` (the q/k/v projections' bias, o_proj none) and `rope_parameters` (rope_type and
 /// rope_theta in one object), read here where the struct has them.
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -95,6 +96,46 @@ std::optional<RopeScaling> rope_scaling_of(const Config& c) {
     return scaling;
   } else {
     return std::nullopt;
+  }
+}
+
+/// The attention's scaling: query_pre_attn_scalar ** -0.5 where the config has it (Gemma2), else
+/// head_dim ** -0.5.
+template <class Config>
+double attention_scaling_of(const Config& c) {
+  if constexpr (requires { c.query_pre_attn_scalar; }) {
+    return std::pow(static_cast<double>(c.query_pre_attn_scalar), -0.5);
+  } else {
+    return std::pow(static_cast<double>(head_dim_of(c)), -0.5);
+  }
+}
+
+/// The attention logits' soft cap, tanh(x / cap) * cap before the mask, where the config has
+/// attn_logit_softcapping and sets it (Gemma2); none otherwise.
+template <class Config>
+std::optional<double> attn_logit_softcapping_of(const Config& c) {
+  if constexpr (requires { c.attn_logit_softcapping.has_value(); }) {
+    return c.attn_logit_softcapping ? std::optional<double>(*c.attn_logit_softcapping) : std::nullopt;
+  } else if constexpr (requires { c.attn_logit_softcapping; }) {
+    return static_cast<double>(c.attn_logit_softcapping);
+  } else {
+    return std::nullopt;
+  }
+}
+
+/// ACT2FN's key for the MLP: hidden_activation where the config has it and sets it (Gemma's and
+/// Gemma2's MLP read that key), else hidden_act.
+template <class Config>
+std::string hidden_activation_of(const Config& c) {
+  if constexpr (requires { c.hidden_activation.has_value(); }) {
+    if (c.hidden_activation) return std::string(*c.hidden_activation);
+  } else if constexpr (requires { c.hidden_activation; }) {
+    return std::string(c.hidden_activation);
+  }
+  if constexpr (requires { c.hidden_act; }) {
+    return std::string(c.hidden_act);
+  } else {
+    return "silu";  // no key: Llama's MLP
   }
 }
 
