@@ -206,6 +206,19 @@ inline void expect_upstream_trace(const boost::json::value& ours, const boost::j
 }
 
 
+/// Both kinds of a C++ trace (`ours`/repr, `ours`/st) hold the files of the Python reference's
+/// (`reference`/trace_repr, `reference`/trace_st), each byte for byte.
+inline void expect_trace_files_identical(const std::filesystem::path& ours, const std::filesystem::path& reference) {
+  for (const std::string kind : {"repr", "st"}) {
+    const auto expected = reference / ("trace_" + kind);
+    DOCTEST_CHECK(file_names(ours / kind) == file_names(expected));
+    for (const auto& name : file_names(expected)) {
+      DOCTEST_INFO(kind, " ", name);
+      DOCTEST_CHECK(read_file(ours / kind / name) == read_file(expected / name));
+    }
+  }
+}
+
 /// A C++ trace of both kinds (`ours`/repr, `ours`/st) against the Python reference's
 /// (`reference`/trace_repr, `reference`/trace_st) of the model `model_name`: the JSON files as
 /// expect_upstream_trace checks them, the same file names, every tensor file within 1e-5 with the

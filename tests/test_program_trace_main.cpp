@@ -82,6 +82,7 @@ DOCTEST_TEST_CASE("every trace program says which keys of --config no field take
   const std::vector<std::tuple<std::string, std::filesystem::path, std::string>> programs = {
       {TRACETORCH_LLAMA_TRACE, data / "tiny_llama_upstream" / "config.json", ""},
       {TRACETORCH_GEMMA_TRACE, data / "gemma" / "config.json", ""},
+      {TRACETORCH_GEMMA2_TRACE, data / "gemma2" / "config.json", ""},
       {TRACETORCH_GPT2_TRACE, data / "gpt2" / "config.json", " --seq 5"},
       {TRACETORCH_LLAVA_TRACE, data / "llava" / "config.json", ""},
       {TRACETORCH_QWEN2_MOE_TRACE, data / "qwen2_moe" / "config.json", ""},
