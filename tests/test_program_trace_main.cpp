@@ -198,6 +198,18 @@ DOCTEST_TEST_CASE("--set: a config field as a Python literal after --config, che
   DOCTEST_INFO(gpt2.output);
   DOCTEST_CHECK(gpt2.exit_code == 0);
   DOCTEST_CHECK(tracetorch_test::contains(gpt2.output, "traced GPT2Model (1 layers, hidden 16)"));
+
+  // A field a validate hook derived (Qwen3's layer_types) is not derived again after --set, as an
+  // attribute set after construction in Python: the refusal says how to derive it again.
+  const auto qwen3 = tracetorch_test::data_dir() / "qwen3";
+  const std::string qwen3_base = "--config " + in(qwen3, "config.json") + " --seq 4 --debug-path " + (dir / "qwen3").string();
+  const auto stale = tracetorch_test::run_program(TRACETORCH_QWEN3_TRACE, qwen3_base + " --set num_hidden_layers=1");
+  DOCTEST_CHECK(stale.exit_code == 1);
+  DOCTEST_CHECK(tracetorch_test::contains(stale.output, "with --set: layer_types must have one entry per layer (4 for 1 layers; an empty list derives them)"));
+  const auto derived = tracetorch_test::run_program(TRACETORCH_QWEN3_TRACE, qwen3_base + " --set 'layer_types=[]' --set num_hidden_layers=1");
+  DOCTEST_INFO(derived.output);
+  DOCTEST_CHECK(derived.exit_code == 0);
+  DOCTEST_CHECK(tracetorch_test::contains(derived.output, "traced Qwen3Model (1 layers"));
 }
 
 DOCTEST_TEST_CASE("a port's forward that fails says so in one line, without LibTorch's backtrace; GPT-2's positions past n_positions are named") {

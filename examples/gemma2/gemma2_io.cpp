@@ -21,7 +21,7 @@ void Gemma2Config::validate(const std::string& where) {
   tracetorch::check_not_negative(*this, at, num_hidden_layers);
   if (static_cast<std::int64_t>(layer_types.size()) != num_hidden_layers) {
     fail("layer_types must have one entry per layer (" + std::to_string(layer_types.size()) + " for " +
-         std::to_string(num_hidden_layers) + " layers)");
+         std::to_string(num_hidden_layers) + " layers; an empty list derives them)");
   }
   for (const auto& type : layer_types) {
     if (type != "full_attention" && type != "sliding_attention") fail("layer_types: unknown type \"" + type + "\"");

@@ -27,7 +27,10 @@ void Qwen3Config::validate(const std::string& where) {
   tracetorch::check_positive(*this, at, vocab_size, hidden_size, intermediate_size, num_attention_heads,
                              num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps, rope_theta);
   tracetorch::check_not_negative(*this, at, num_hidden_layers);
-  if (static_cast<std::int64_t>(layer_types.size()) != num_hidden_layers) fail("layer_types must have one entry per layer");
+  if (static_cast<std::int64_t>(layer_types.size()) != num_hidden_layers) {
+    fail("layer_types must have one entry per layer (" + std::to_string(layer_types.size()) + " for " +
+         std::to_string(num_hidden_layers) + " layers; an empty list derives them)");
+  }
   for (const auto& type : layer_types) {
     if (type != "full_attention" && type != "sliding_attention") fail("layer_types: unknown type \"" + type + "\"");
     if (type == "sliding_attention" && !(sliding_window && *sliding_window > 0)) fail("a sliding layer needs sliding_window > 0");

@@ -82,7 +82,7 @@ void set_program_config_fields(Config& config, const TraceArguments& args) {
     const std::string where = (args.config ? args.config->string() : std::string("the built-in config")) + " with --set";
     Config changed = config;  // all of them or none: a later key or the checks may refuse
     for (const auto& [key, literal] : args.config_fields) set_config_field(changed, key, literal, "--set");
-    validate_config(changed, where);  // a hook that derives fields (Qwen3's layer_types) derives them again
+    validate_config(changed, where);  // a hook that is not const (Qwen3's, deriving layer_types) runs too
     config = std::move(changed);
   } else {
     throw Error("--set needs a config struct declared with TRACETORCH_CONFIG");
