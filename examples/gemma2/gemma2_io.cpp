@@ -19,14 +19,7 @@ void Gemma2Config::validate(const std::string& where) {
   tracetorch::check_positive(*this, at, vocab_size, hidden_size, intermediate_size, num_attention_heads,
                              num_key_value_heads, head_dim, max_position_embeddings, rms_norm_eps, query_pre_attn_scalar);
   tracetorch::check_not_negative(*this, at, num_hidden_layers);
-  if (static_cast<std::int64_t>(layer_types.size()) != num_hidden_layers) {
-    fail("layer_types must have one entry per layer (" + std::to_string(layer_types.size()) + " for " +
-         std::to_string(num_hidden_layers) + " layers; an empty list derives them)");
-  }
-  for (const auto& type : layer_types) {
-    if (type != "full_attention" && type != "sliding_attention") fail("layer_types: unknown type \"" + type + "\"");
-    if (type == "sliding_attention" && !(sliding_window && *sliding_window > 0)) fail("a sliding layer needs sliding_window > 0");
-  }
+  tracetorch::models::check_layer_types(*this, at);
   if (num_attention_heads % num_key_value_heads != 0) fail("num_attention_heads is not a multiple of num_key_value_heads");
   if (head_dim % 2 != 0) fail("head_dim must be even for rotary embeddings");
   if (!(rope_parameters.rope_theta > 0)) fail("rope_parameters.rope_theta must be positive");

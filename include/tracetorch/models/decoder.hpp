@@ -248,6 +248,23 @@ struct DecoderLayerImpl : torch::nn::Module {
 template <class Family>
 using DecoderLayer = FamilyHolder<DecoderLayerImpl<Family>, Family, "DecoderLayer">;
 
+/// For a config's validate hook, after it derives `layer_types` where the file left them out
+/// (Qwen3, Gemma2): one entry per layer, each "full_attention" or "sliding_attention", a sliding
+/// one only with `sliding_window` > 0; else tracetorch::Error "<where>: <what>".
+template <class Config>
+void check_layer_types(const Config& c, const std::string& where) {
+  const auto fail = [&](const std::string& why) { throw Error(where + ": " + why); };
+  if (static_cast<std::int64_t>(c.layer_types.size()) != c.num_hidden_layers) {
+    fail("layer_types must have one entry per layer (" + std::to_string(c.layer_types.size()) + " for " +
+         std::to_string(c.num_hidden_layers) + " layers; an empty list derives them)");
+  }
+  const auto window = detail::optional_of<std::int64_t>(c.sliding_window);
+  for (const auto& type : c.layer_types) {
+    if (type != "full_attention" && type != "sliding_attention") fail("layer_types: unknown type \"" + type + "\"");
+    if (type == "sliding_attention" && !(window && *window > 0)) fail("a sliding layer needs sliding_window > 0");
+  }
+}
+
 /// The decoder layer a family's model is made of: DecoderLayer<Family>, unless the family
 /// specialises this after its own layer class, as transformers' modular files redefine a layer
 /// (Gemma2's four norms). That layer is built as `Layer(config, layer_idx)` and called as

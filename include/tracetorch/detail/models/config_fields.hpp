@@ -25,19 +25,20 @@ struct RopeScaling {
   double original_max_position_embeddings = 8192;
 };
 
-template <class T>
-std::optional<std::int64_t> optional_int(const T& value) {
+/// A config field that may be declared plain or as std::optional, as an optional of `R`.
+template <class R, class T>
+std::optional<R> optional_of(const T& value) {
   if constexpr (requires { value.has_value(); }) {
-    return value ? std::optional<std::int64_t>(*value) : std::nullopt;
+    return value ? std::optional<R>(R(*value)) : std::nullopt;
   } else {
-    return static_cast<std::int64_t>(value);
+    return R(value);
   }
 }
 
 template <class Config>
 std::int64_t head_dim_of(const Config& c) {
   if constexpr (requires { c.head_dim; }) {
-    if (auto dim = optional_int(c.head_dim)) return *dim;
+    if (auto dim = optional_of<std::int64_t>(c.head_dim)) return *dim;
   }
   return c.hidden_size / c.num_attention_heads;
 }
@@ -66,7 +67,7 @@ double attention_dropout_of(const Config& c) { return TRACETORCH_DETAIL_FIELD_OR
 
 template <class Config>
 std::optional<std::int64_t> pad_token_id_of(const Config& c) {
-  if constexpr (requires { c.pad_token_id; }) return optional_int(c.pad_token_id);
+  if constexpr (requires { c.pad_token_id; }) return optional_of<std::int64_t>(c.pad_token_id);
   return std::nullopt;
 }
 
@@ -114,29 +115,22 @@ double attention_scaling_of(const Config& c) {
 /// attn_logit_softcapping and sets it (Gemma2); none otherwise.
 template <class Config>
 std::optional<double> attn_logit_softcapping_of(const Config& c) {
-  if constexpr (requires { c.attn_logit_softcapping.has_value(); }) {
-    return c.attn_logit_softcapping ? std::optional<double>(*c.attn_logit_softcapping) : std::nullopt;
-  } else if constexpr (requires { c.attn_logit_softcapping; }) {
-    return static_cast<double>(c.attn_logit_softcapping);
-  } else {
-    return std::nullopt;
-  }
+  if constexpr (requires { c.attn_logit_softcapping; }) return optional_of<double>(c.attn_logit_softcapping);
+  return std::nullopt;
 }
 
 /// ACT2FN's key for the MLP: hidden_activation where the config has it and sets it (Gemma's and
 /// Gemma2's MLP read that key), else hidden_act.
 template <class Config>
 std::string hidden_activation_of(const Config& c) {
-  if constexpr (requires { c.hidden_activation.has_value(); }) {
-    if (c.hidden_activation) return std::string(*c.hidden_activation);
-  } else if constexpr (requires { c.hidden_activation; }) {
-    return std::string(c.hidden_activation);
-  }
+  static_assert(requires { c.hidden_activation; } || requires { c.hidden_act; },
+                "an MLP of ACT2FN[...] needs the config's hidden_act or hidden_activation");
+  std::optional<std::string> name;
+  if constexpr (requires { c.hidden_activation; }) name = optional_of<std::string>(c.hidden_activation);
   if constexpr (requires { c.hidden_act; }) {
-    return std::string(c.hidden_act);
-  } else {
-    return "silu";  // no key: Llama's MLP
+    if (!name) name = c.hidden_act;
   }
+  return name.value_or("");  // neither set: get_activation refuses "", listing the known names
 }
 
 /// The window of layer `layer_idx`, or nullopt for full attention: from `layer_types` when the
@@ -145,7 +139,7 @@ std::string hidden_activation_of(const Config& c) {
 template <class Config>
 std::optional<std::int64_t> sliding_window_of(const Config& c, std::int64_t layer_idx) {
   std::optional<std::int64_t> window;
-  if constexpr (requires { c.sliding_window; }) window = optional_int(c.sliding_window);
+  if constexpr (requires { c.sliding_window; }) window = optional_of<std::int64_t>(c.sliding_window);
   if constexpr (requires { c.layer_types; }) {
     if (!c.layer_types.empty()) {
       const bool sliding = layer_idx >= 0 && static_cast<std::size_t>(layer_idx) < c.layer_types.size() &&
